@@ -1,0 +1,189 @@
+"""Paragraphs and sentences with exact character offsets into the original text.
+
+Segmentation never rewrites text: every unit is a ``(start, end)`` pair such that
+``text[start:end]`` is the unit, stripped of surrounding white space. Sentences never cross
+paragraph boundaries, and no unit is longer than ``max_chars`` (a 1 MB run without
+punctuation is cut at white space, or hard-cut when there is none), so every later stage sees
+bounded units.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from functools import cache
+
+import numpy as np
+
+# A blank line (possibly holding spaces or tabs) separates paragraphs.
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n")
+_NON_SPACE = re.compile(r"\S")
+_WORD = re.compile(r"\S+")
+
+DEFAULT_MAX_CHARS = 1_000
+SEGMENTERS = ("blingfire", "pysbd", "syntok")
+DEFAULT_SEGMENTER = "blingfire"
+
+SpanFinder = Callable[[str], list[tuple[int, int]]]
+
+
+def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """Shrink ``[start, end)`` so it neither starts nor ends with white space."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def paragraph_spans(text: str) -> list[tuple[int, int]]:
+    """Split at blank lines; each paragraph is stripped and non-empty."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    for match in _PARAGRAPH_BREAK.finditer(text):
+        spans.append(_strip_span(text, position, match.start()))
+        position = match.end()
+    spans.append(_strip_span(text, position, len(text)))
+    return [(start, end) for start, end in spans if end > start]
+
+
+def _split_long(text: str, start: int, end: int, max_chars: int) -> Iterator[tuple[int, int]]:
+    """Cut an over-long unit at the last white space before ``max_chars`` (hard cut if none)."""
+    while end - start > max_chars:
+        cut = text.rfind(" ", start + max_chars // 2, start + max_chars)
+        if cut <= start:
+            cut = start + max_chars
+        piece = _strip_span(text, start, cut)
+        if piece[1] > piece[0]:
+            yield piece
+        start, end = _strip_span(text, cut, end)
+    if end > start:
+        yield start, end
+
+
+def _blingfire_spans(text: str) -> list[tuple[int, int]]:
+    import blingfire
+
+    _, offsets = blingfire.text_to_sentences_and_offsets(text)
+    return [(int(start), int(end)) for start, end in offsets]
+
+
+def _pysbd_spans(text: str) -> list[tuple[int, int]]:
+    segmenter = _pysbd_segmenter()
+    return [(span.start, span.end) for span in segmenter.segment(text)]
+
+
+@cache
+def _pysbd_segmenter():  # noqa: ANN202 - optional dependency type
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False, char_span=True)
+
+
+def _syntok_spans(text: str) -> list[tuple[int, int]]:
+    import syntok.segmenter as syntok_segmenter
+
+    spans = []
+    for paragraph in syntok_segmenter.analyze(text):
+        for sentence in paragraph:
+            tokens = list(sentence)
+            if tokens:
+                spans.append((tokens[0].offset, tokens[-1].offset + len(tokens[-1].value)))
+    return spans
+
+
+_FINDERS: dict[str, SpanFinder] = {
+    "blingfire": _blingfire_spans,
+    "pysbd": _pysbd_spans,
+    "syntok": _syntok_spans,
+}
+
+
+def sentence_spans_in(
+    text: str,
+    start: int,
+    end: int,
+    segmenter: str = DEFAULT_SEGMENTER,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> list[tuple[int, int]]:
+    """Sentences of ``text[start:end]`` as absolute, stripped, bounded, ordered spans.
+
+    The backend's offsets are trusted only after clamping and stripping, and any gap the
+    backend skipped that still holds text becomes a unit of its own, so no character of the
+    paragraph is lost.
+    """
+    if segmenter not in _FINDERS:
+        raise ValueError(f"unknown segmenter {segmenter!r}; choose one of {SEGMENTERS}")
+    if max_chars < 2:
+        raise ValueError("max_chars must be at least 2")
+    piece = text[start:end]
+    raw = sorted(_FINDERS[segmenter](piece))
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for raw_start, raw_end in raw:
+        raw_start, raw_end = max(raw_start, cursor), min(raw_end, len(piece))
+        if raw_end <= raw_start:
+            continue
+        if _NON_SPACE.search(piece, cursor, raw_start):  # text the backend skipped
+            spans.append((cursor, raw_start))
+        spans.append((raw_start, raw_end))
+        cursor = raw_end
+    if _NON_SPACE.search(piece, cursor):
+        spans.append((cursor, len(piece)))
+    result: list[tuple[int, int]] = []
+    for local_start, local_end in spans:
+        unit_start, unit_end = _strip_span(text, start + local_start, start + local_end)
+        result.extend(_split_long(text, unit_start, unit_end, max_chars))
+    return result
+
+
+def segment(
+    text: str, segmenter: str = DEFAULT_SEGMENTER, max_chars: int = DEFAULT_MAX_CHARS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Segment a whole text.
+
+    Returns:
+        ``(sentences, paragraphs, sentence_paragraph)``: sentence spans ``(n, 2)`` int64,
+        paragraph spans ``(p, 2)`` int64, and the paragraph index of every sentence ``(n,)``.
+    """
+    paragraphs = paragraph_spans(text)
+    sentences: list[tuple[int, int]] = []
+    owner: list[int] = []
+    for index, (start, end) in enumerate(paragraphs):
+        found = sentence_spans_in(text, start, end, segmenter, max_chars)
+        sentences.extend(found)
+        owner.extend([index] * len(found))
+    return (
+        np.asarray(sentences, dtype=np.int64).reshape(-1, 2),
+        np.asarray(paragraphs, dtype=np.int64).reshape(-1, 2),
+        np.asarray(owner, dtype=np.int64),
+    )
+
+
+def word_chunks(
+    text: str, sentences: np.ndarray, words_per_chunk: int = 300
+) -> np.ndarray:
+    """Fixed-size word chunks (the seeds' 300-word setting) as ``(m, 2)`` character spans.
+
+    Chunks are cut at word boundaries, ignore sentence boundaries (as fixed-size chunking
+    does), and cover every word of every sentence exactly once.
+    """
+    if words_per_chunk < 1:
+        raise ValueError("words_per_chunk must be positive")
+    word_starts: list[int] = []
+    word_ends: list[int] = []
+    for start, end in sentences.tolist():
+        for match in _WORD.finditer(text, start, end):
+            word_starts.append(match.start())
+            word_ends.append(match.end())
+    chunks = [
+        (word_starts[i], word_ends[min(i + words_per_chunk, len(word_starts)) - 1])
+        for i in range(0, len(word_starts), words_per_chunk)
+    ]
+    return np.asarray(chunks, dtype=np.int64).reshape(-1, 2)
+
+
+
+def count_words(text: str) -> int:
+    """White-space separated words: the unit of every word budget in longscan."""
+    return len(text.split())
