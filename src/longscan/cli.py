@@ -1,0 +1,116 @@
+"""The ``longscan`` command line: ask a long document, evaluate retrievers on benchmarks.
+
+Heavy libraries are imported inside the commands, so ``longscan --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+app = typer.Typer(
+    help="Question answering over very long documents: find the evidence, cite it by offsets.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+errors = Console(stderr=True)
+
+CONTEXT_CHARS = 160
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    errors.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _highlighted(text: str, start: int, end: int, context: int) -> Text:
+    """The evidence in bold yellow inside ``context`` characters of surrounding text."""
+    left = max(0, start - context)
+    right = min(len(text), end + context)
+    shown = Text()
+    shown.append(("…" if left else "") + text[left:start].replace("\n", " "), style="dim")
+    shown.append(text[start:end].replace("\n", " "), style="bold yellow")
+    shown.append(text[end:right].replace("\n", " ") + ("…" if right < len(text) else ""), "dim")
+    return shown
+
+
+@app.command()
+def ask(
+    paths: Annotated[list[Path], typer.Argument(help="Text files or directories to search.")],
+    query: Annotated[str, typer.Option("--query", "-q", help="The question.")],
+    retriever: Annotated[
+        str, typer.Option("--retriever", "-r", help="Retriever name (see `longscan retrievers`).")
+    ] = "",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Evidence units shown.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
+    context: Annotated[
+        int, typer.Option(min=0, help="Characters of context around each hit.")
+    ] = CONTEXT_CHARS,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Print the top evidence for a question, with document, offsets, score and context."""
+    _setup_logging(verbose)
+    from longscan.documents import DocumentError, read_paths
+    from longscan.retrievers import get_retriever
+    from longscan.retrievers.base import validate_query
+    from longscan.retrievers.registry import DEFAULT_RETRIEVER
+
+    try:
+        validate_query(query)
+        documents = read_paths(paths)
+        chosen = get_retriever(retriever or DEFAULT_RETRIEVER)
+    except (DocumentError, ValueError) as error:
+        raise _fail(str(error)) from None
+    with console.status(f"reading {len(documents)} document(s) with {chosen.name}…"):
+        evidence = chosen.retrieve(query, documents, top_k=top_k)
+    if as_json:
+        payload = {
+            "query": query,
+            "retriever": retriever or DEFAULT_RETRIEVER,
+            "evidence": [item.to_dict() for item in evidence],
+        }
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    texts = {document.id: document.text for document in documents}
+    console.print(f"[bold]{query}[/]  ({retriever or DEFAULT_RETRIEVER})")
+    for rank, item in enumerate(evidence, start=1):
+        console.print(
+            f"\n[bold cyan]{rank}.[/] {item.doc_id} [dim]chars {item.start}–{item.end}"
+            f"  score {item.score:.4g}[/]",
+            highlight=False,
+        )
+        console.print(_highlighted(texts[item.doc_id], item.start, item.end, context))
+
+
+@app.command()
+def retrievers() -> None:
+    """List the retriever names that `ask` and `eval` accept."""
+    from longscan.retrievers import available
+
+    for name in available():
+        typer.echo(name)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

