@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable, Sequence
-from functools import cache
+from functools import lru_cache
 from typing import Literal, Protocol
 
 import numpy as np
@@ -122,14 +122,11 @@ def covered_gold_spans(item: QAItem, units: Sequence[SpanLike]) -> np.ndarray:
     by_document: dict[str, list[tuple[int, int]]] = {}
     for unit in units:
         by_document.setdefault(unit.doc_id, []).append((unit.start, unit.end))
+    arrays = {doc_id: np.asarray(spans, dtype=np.int64) for doc_id, spans in by_document.items()}
     return np.array(
         [
-            bool(
-                overlap_labels(
-                    np.asarray(by_document.get(span.doc_id, []), dtype=np.int64),
-                    [(span.start, span.end)],
-                ).any()
-            )
+            span.doc_id in arrays
+            and bool(spans_overlap(arrays[span.doc_id], span.start, span.end).any())
             for span in item.gold_spans
         ],
         dtype=bool,
@@ -183,7 +180,7 @@ def normalize_answer(answer: str) -> str:
     return normalize_text(answer).strip(_EDGE_PUNCTUATION + " ")
 
 
-@cache
+@lru_cache(maxsize=8192)
 def _answer_pattern(answer: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(answer)}(?!\w)")
 
