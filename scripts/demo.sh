@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job on the embedded defaults: evidence for a question over the bundled novel.
+#   bash scripts/demo.sh ["your question"] [extra `longscan ask` options]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/setup.sh" ""
+QUESTION="${1:-What does Alice call the court at the end of the trial?}"
+shift || true
+longscan ask "$ROOT/src/longscan/data/sample_novel.txt" -q "$QUESTION" "$@"
