@@ -174,7 +174,9 @@ def sentence_scores(
 
 
 def _pseudo_scores(sentences: Sequence[tuple[str, int]]) -> dict[str, float]:
-    return {sentence_key(*sentence): float(len(sentences) - r) for r, sentence in enumerate(sentences)}
+    return {
+        sentence_key(*sentence): float(len(sentences) - r) for r, sentence in enumerate(sentences)
+    }
 
 
 def document_ranking(evidence: Iterable[Evidence]) -> list[str]:

@@ -42,14 +42,15 @@ def _check_shapes(
     """Validate SSD argument shapes; return ``(b, l, h, p, g, n)``."""
     if x.dim() != 4:
         raise ValueError(f"x must be (b, l, h, p); got shape {tuple(x.shape)}")
-    b, l, h, p = x.shape
-    if dt.shape != (b, l, h):
-        raise ValueError(f"dt must be {(b, l, h)}; got {tuple(dt.shape)}")
+    b, seqlen, h, p = x.shape
+    if dt.shape != (b, seqlen, h):
+        raise ValueError(f"dt must be {(b, seqlen, h)}; got {tuple(dt.shape)}")
     if A.shape != (h,):
         raise ValueError(f"A must be ({h},); got {tuple(A.shape)}")
-    if B.dim() != 4 or B.shape[:2] != (b, l) or B.shape != C.shape:
+    if B.dim() != 4 or B.shape[:2] != (b, seqlen) or B.shape != C.shape:
         raise ValueError(
-            f"B and C must both be (b={b}, l={l}, g, n); got {tuple(B.shape)} and {tuple(C.shape)}"
+            f"B and C must both be (b={b}, l={seqlen}, g, n); "
+            f"got {tuple(B.shape)} and {tuple(C.shape)}"
         )
     g, n = B.shape[2], B.shape[3]
     if h % g:
@@ -58,7 +59,7 @@ def _check_shapes(
         raise ValueError(f"D must be ({h},); got {tuple(D.shape)}")
     if state is not None and state.shape != (b, h, p, n):
         raise ValueError(f"state must be {(b, h, p, n)}; got {tuple(state.shape)}")
-    return b, l, h, p, g, n
+    return b, seqlen, h, p, g, n
 
 
 def segsum(x: Tensor) -> Tensor:
@@ -142,13 +143,11 @@ def ssd_ref(
     Returns:
         ``(y, final_state)``: ``(b, l, h, p)`` and ``(b, h, p, n)``.
     """
-    b, l, h, p, g, n = _check_shapes(x, dt, A, B, C, D, initial_state)
+    b, seqlen, h, p, g, n = _check_shapes(x, dt, A, B, C, D, initial_state)
     r = h // g
-    state = (
-        x.new_zeros(b, h, p, n) if initial_state is None else initial_state.to(x.dtype)
-    )
+    state = x.new_zeros(b, h, p, n) if initial_state is None else initial_state.to(x.dtype)
     ys = []
-    for t in range(l):
+    for t in range(seqlen):
         B_t = B[:, t].repeat_interleave(r, dim=1)  # (b, g, n) -> (b, h, n)
         C_t = C[:, t].repeat_interleave(r, dim=1)  # (b, g, n) -> (b, h, n)
         decay = torch.exp(dt[:, t] * A)[..., None, None]  # (b, h, 1, 1)
@@ -195,25 +194,25 @@ def ssd_chunked(
     Returns:
         ``(y, final_state)``: ``(b, l, h, p)`` and ``(b, h, p, n)``.
     """
-    b, l, h, p, g, n = _check_shapes(x, dt, A, B, C, D, initial_state)
+    b, seqlen, h, p, g, n = _check_shapes(x, dt, A, B, C, D, initial_state)
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1; got {chunk_size}")
     r = h // g
     x_in = x
-    if l == 0:
+    if seqlen == 0:
         state = x.new_zeros(b, h, p, n) if initial_state is None else initial_state.to(x.dtype)
         return x.new_zeros(b, 0, h, p), state
 
     # 1. Pad to a multiple of the chunk size (dt = 0: the padded steps are no-ops).
-    cs = min(chunk_size, max(l, 1))
-    pad = (-l) % cs
+    cs = min(chunk_size, max(seqlen, 1))
+    pad = (-seqlen) % cs
     if pad:
         x = F.pad(x, (0, 0, 0, 0, 0, pad))  # (b, L, h, p)
         dt = F.pad(dt, (0, 0, 0, pad))  # (b, L, h)
         B = F.pad(B, (0, 0, 0, 0, 0, pad))  # (b, L, g, n)
         C = F.pad(C, (0, 0, 0, 0, 0, pad))  # (b, L, g, n)
-    L = l + pad
-    c = L // cs
+    padded_len = seqlen + pad
+    c = padded_len // cs
 
     # 2. Split into chunks; split heads into (groups, heads per group).
     x = x.reshape(b, c, cs, g, r, p)  # (b, L, h, p) -> (b, c, cs, g, r, p)
@@ -252,7 +251,7 @@ def ssd_chunked(
     y = y + y_off * torch.exp(A_cum).permute(0, 3, 4, 1, 2)[..., None]
 
     # 7. Merge chunks and heads, drop the padding, add the skip.
-    y = y.reshape(b, L, h, p)[:, :l]  # (b, c, cs, g, r, p) -> (b, l, h, p)
+    y = y.reshape(b, padded_len, h, p)[:, :seqlen]  # (b, c, cs, g, r, p) -> (b, l, h, p)
     if D is not None:
         y = y + x_in * D[:, None]
     return y, state.reshape(b, h, p, n)  # (b, g, r, p, n) -> (b, h, p, n)

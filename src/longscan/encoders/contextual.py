@@ -1,0 +1,197 @@
+"""Contextual sentence vectors: MiniLM over paragraph-aligned windows, pooled per sentence.
+
+The scanner's local encoder. Consecutive sentences of one paragraph are packed into windows
+of at most ``window_tokens`` tokens and encoded together, so each sentence vector (the mean
+of its own tokens' final states) carries its local context. Windows never cross a paragraph
+boundary, which makes a paragraph's vectors independent of where it sits in a document:
+they can be cached per paragraph and reused when the same paragraph appears elsewhere
+(training documents are built by shuffling paragraphs, so this saves most of the encoding).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from longscan.documents import Document
+from longscan.encoders.cache import EmbeddingCache, spans_digest
+from longscan.encoders.minilm import SentenceEncoder
+
+
+@dataclass(frozen=True)
+class _Window:
+    """Token ids of one window and the sentence each token range belongs to."""
+
+    ids: list[int]
+    sentences: list[tuple[int, int, int]]  # (sentence index, first token, end token)
+
+
+class ContextualSentenceEncoder:
+    """Encodes every sentence of a document in context.
+
+    Args:
+        encoder: The frozen sentence-transformer (its tokenizer and BERT body are used).
+        window_tokens: Tokens per window including [CLS] and [SEP] (MiniLM was trained at
+            256 or fewer).
+        batch_tokens: Padded tokens per forward batch (bounds activation memory).
+        paragraph_cache_size: Paragraph encodings kept in memory for reuse (0: none, the
+            right choice for one long document; training sets it high).
+    """
+
+    def __init__(
+        self,
+        encoder: SentenceEncoder,
+        window_tokens: int = 256,
+        batch_tokens: int = 8192,
+        paragraph_cache_size: int = 0,
+    ) -> None:
+        if window_tokens < 8:
+            raise ValueError("window_tokens must be at least 8")
+        self.encoder = encoder
+        self.window_tokens = window_tokens
+        self.batch_tokens = batch_tokens
+        self.paragraph_cache_size = paragraph_cache_size
+        self._paragraphs: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.encoded_sentences = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.encoder.name}/ctx{self.window_tokens}"
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    def cache_key(self, document: Document) -> str:
+        return EmbeddingCache.key(
+            "contextual", self.name, document.content_hash, spans_digest(document.sentences)
+        )
+
+    def encode_document(self, document: Document, progress: bool = False) -> np.ndarray:
+        """``(n_sentences, dim)`` float32 unit vectors, in sentence order."""
+        sentences = document.sentences
+        owner = document.sentence_paragraph
+        result = np.zeros((len(sentences), self.dim), dtype=np.float32)
+        missing: list[tuple[str, np.ndarray]] = []  # (paragraph key, sentence indices)
+        for paragraph in np.unique(owner).tolist():
+            indices = np.flatnonzero(owner == paragraph)
+            key = self._paragraph_key(document.text, sentences[indices])
+            if key in self._paragraphs:
+                self._paragraphs.move_to_end(key)
+                result[indices] = self._paragraphs[key]
+            else:
+                missing.append((key, indices))
+        if missing:
+            all_indices = np.concatenate([indices for _, indices in missing])
+            texts = [document.text[s:e] for s, e in sentences[all_indices].tolist()]
+            groups = [len(indices) for _, indices in missing]
+            vectors = self.encode_grouped(texts, groups, progress)
+            result[all_indices] = vectors
+            offset = 0
+            for (key, indices), size in zip(missing, groups, strict=True):
+                self._remember(key, vectors[offset : offset + size])
+                offset += size
+        return result
+
+    def encode_grouped(
+        self, texts: Sequence[str], group_sizes: Sequence[int], progress: bool = False
+    ) -> np.ndarray:
+        """Encode sentences given as consecutive groups (paragraphs); windows stay in groups.
+
+        Returns:
+            ``(len(texts), dim)`` float32 unit vectors.
+        """
+        if sum(group_sizes) != len(texts):
+            raise ValueError("group sizes must add up to the number of texts")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        windows = self._windows(texts, group_sizes)
+        output = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(windows)), key=lambda i: len(windows[i].ids))
+        batches = self._batches([windows[i] for i in order])
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(texts), desc="encoding sentences", unit="sent")
+        for batch in batches:
+            self._encode_batch(batch, output)
+            if bar is not None:
+                bar.update(sum(len(w.sentences) for w in batch))
+        if bar is not None:
+            bar.close()
+        self.encoded_sentences += len(texts)
+        norms = np.linalg.norm(output, axis=1, keepdims=True)
+        return output / np.maximum(norms, 1e-12)
+
+    def _windows(self, texts: Sequence[str], group_sizes: Sequence[int]) -> list[_Window]:
+        tokenizer = self.encoder.model.tokenizer
+        budget = self.window_tokens - 2
+        token_ids = tokenizer(
+            list(texts), add_special_tokens=False, truncation=True, max_length=budget
+        )["input_ids"]
+        windows: list[_Window] = []
+        index = 0
+        for size in group_sizes:
+            ids: list[int] = []
+            spans: list[tuple[int, int, int]] = []
+            for sentence in range(index, index + size):
+                tokens = token_ids[sentence] or [tokenizer.unk_token_id]
+                if ids and len(ids) + len(tokens) > budget:
+                    windows.append(_Window(ids, spans))
+                    ids, spans = [], []
+                spans.append((sentence, len(ids) + 1, len(ids) + 1 + len(tokens)))
+                ids = ids + tokens
+            if ids:
+                windows.append(_Window(ids, spans))
+            index += size
+        return windows
+
+    def _batches(self, windows: list[_Window]) -> list[list[_Window]]:
+        batches: list[list[_Window]] = []
+        current: list[_Window] = []
+        for window in windows:  # sorted by length, so the last one sets the padded width
+            width = len(window.ids) + 2
+            if current and width * (len(current) + 1) > self.batch_tokens:
+                batches.append(current)
+                current = []
+            current.append(window)
+        if current:
+            batches.append(current)
+        return batches
+
+    @torch.inference_mode()
+    def _encode_batch(self, batch: list[_Window], output: np.ndarray) -> None:
+        tokenizer = self.encoder.model.tokenizer
+        width = max(len(w.ids) for w in batch) + 2
+        input_ids = torch.full((len(batch), width), tokenizer.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, window in enumerate(batch):
+            ids = [tokenizer.cls_token_id, *window.ids, tokenizer.sep_token_id]
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            attention[row, : len(ids)] = 1
+        body = self.encoder.model[0].auto_model
+        hidden = body(input_ids=input_ids, attention_mask=attention).last_hidden_state
+        # hidden: (windows, width, dim); pool each sentence's own token range
+        for row, window in enumerate(batch):
+            for sentence, first, end in window.sentences:
+                output[sentence] = hidden[row, first:end].mean(dim=0).numpy()
+
+    def _paragraph_key(self, text: str, spans: np.ndarray) -> str:
+        digest = hashlib.sha256()
+        for start, end in spans.tolist():
+            digest.update(text[start:end].encode("utf-8", "surrogatepass"))
+            digest.update(b"\x1f")
+        return digest.hexdigest()
+
+    def _remember(self, key: str, vectors: np.ndarray) -> None:
+        if self.paragraph_cache_size == 0:
+            return
+        self._paragraphs[key] = vectors
+        while len(self._paragraphs) > self.paragraph_cache_size:
+            self._paragraphs.popitem(last=False)

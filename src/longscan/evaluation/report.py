@@ -1,0 +1,168 @@
+"""Readable views of evaluation results: rich tables, markdown, JSON and length plots.
+
+Every view is built from the same rows (``comparison_rows``), so the terminal table, the
+markdown in BENCHMARKS.md and the JSON on disk cannot disagree on a number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from rich.table import Table
+
+from longscan.evaluation.evaluator import (
+    ITEMS,
+    SECONDS_PER_DOC,
+    WORDS_PER_SECOND,
+    EvaluationResult,
+)
+from longscan.evaluation.measures import parse_measures
+
+MISSING = "–"
+
+
+def select_measures(
+    results: Sequence[EvaluationResult], measures: Sequence[str] | None = None
+) -> list[str]:
+    """The measure columns: ``measures`` (validated), else every measure that scored an item.
+
+    Without ``measures``, columns follow the order of the first result's measure list, and a
+    measure that applied to no item of any result is left out.
+    """
+    if measures is not None:
+        return [measure.name for measure in parse_measures(measures)]
+    scored = {name for result in results for name in result.overall}
+    ordered = dict.fromkeys(name for result in results for name in result.measures)
+    return [name for name in ordered if name in scored]
+
+
+def _format(value: float | None, key: str) -> str:
+    if value is None:
+        return MISSING
+    if key == ITEMS:
+        return f"{int(value)}"
+    if key == WORDS_PER_SECOND:
+        return f"{value:,.0f}"
+    if key == SECONDS_PER_DOC:
+        return f"{value:.3g}"
+    return f"{value:.3f}"
+
+
+def _row(label: str, summary: Mapping[str, float], columns: Sequence[str]) -> list[str]:
+    return [label] + [_format(summary.get(column), column) for column in columns]
+
+
+def comparison_rows(
+    results: Sequence[EvaluationResult], measures: Sequence[str] | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """Header and formatted rows: one row per retriever, one column per measure, then speed."""
+    columns = [ITEMS, *select_measures(results, measures), SECONDS_PER_DOC, WORDS_PER_SECOND]
+    rows = [_row(result.retriever, result.overall, columns) for result in results]
+    return ["retriever", *columns], rows
+
+
+def breakdown_rows(
+    result: EvaluationResult, measures: Sequence[str] | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of one result: overall, then each length bucket, then each position."""
+    columns = [ITEMS, *select_measures([result], measures), SECONDS_PER_DOC, WORDS_PER_SECOND]
+    rows = [_row("all", result.overall, columns)]
+    rows += [_row(f"length {label}", s, columns) for label, s in result.by_length.items()]
+    rows += [_row(f"evidence {label}", s, columns) for label, s in result.by_position.items()]
+    return ["group", *columns], rows
+
+
+def _rich_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: str) -> Table:
+    table = Table(title=title)
+    table.add_column(header[0], style="bold")
+    for name in header[1:]:
+        table.add_column(name, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def comparison_table(
+    results: Sequence[EvaluationResult],
+    measures: Sequence[str] | None = None,
+    title: str = "Retrievers",
+) -> Table:
+    """A rich table with retrievers side by side (rows) over the measures (columns)."""
+    return _rich_table(*comparison_rows(results, measures), title=title)
+
+
+def result_table(result: EvaluationResult, measures: Sequence[str] | None = None) -> Table:
+    """A rich table of one result, broken down by document length and evidence position."""
+    return _rich_table(*breakdown_rows(result, measures), title=f"{result.retriever}")
+
+
+def markdown_table(
+    results: Sequence[EvaluationResult], measures: Sequence[str] | None = None
+) -> str:
+    """A GitHub markdown table of ``comparison_rows`` (for BENCHMARKS.md)."""
+    header, rows = comparison_rows(results, measures)
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "| " + " | ".join([":---"] + ["---:"] * (len(header) - 1)) + " |",
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_json(results: Sequence[EvaluationResult], path: str | Path) -> Path:
+    """Write ``[result.to_dict(), ...]`` as JSON; parent folders are created."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = [result.to_dict() for result in results]
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def plot_by_length(
+    results: Sequence[EvaluationResult],
+    path: str | Path,
+    measures: Sequence[str] | None = None,
+    columns: int = 3,
+) -> Path:
+    """Save a PNG with one panel per measure: its mean per length bucket, a line per retriever.
+
+    Buckets with no item for a retriever are gaps (NaN), not zeros. Rendering goes through the
+    Agg canvas directly, so no global matplotlib backend is switched.
+
+    Raises:
+        ValueError: no results, or results bucketed with different length edges.
+    """
+    if not results:
+        raise ValueError("nothing to plot: no results")
+    if len({tuple(result.length_edges) for result in results}) != 1:
+        raise ValueError("results use different length buckets; evaluate them with one set")
+    names = select_measures(results, measures)
+    if not names:
+        raise ValueError("nothing to plot: no measure scored any item")
+    labels = results[0].buckets.labels
+    columns = max(1, min(columns, len(names)))
+    rows = math.ceil(len(names) / columns)
+    figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
+    series = [(result.retriever, result.by_length) for result in results]
+    for ax, name in zip(axes, names, strict=False):
+        for retriever, by_length in series:
+            values = [by_length.get(label, {}).get(name, math.nan) for label in labels]
+            ax.plot(range(len(labels)), values, marker="o", label=retriever)
+        ax.set_title(name)
+        ax.set_xticks(range(len(labels)), labels, rotation=30)
+        ax.set_xlabel("document length (words)")
+        ax.grid(alpha=0.3)
+    for ax in axes[len(names) :]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize="small")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png", dpi=120)
+    return path

@@ -1,0 +1,25 @@
+"""Networks: the sentence-level Mamba-2 scanner and its configuration."""
+
+from __future__ import annotations
+
+from longscan.models.config import ScannerConfig
+from longscan.models.scanner import (
+    Block,
+    Mamba2Mixer,
+    MixerState,
+    RMSNorm,
+    ScannerModel,
+    ScannerOutput,
+    ScannerState,
+)
+
+__all__ = [
+    "Block",
+    "Mamba2Mixer",
+    "MixerState",
+    "RMSNorm",
+    "ScannerConfig",
+    "ScannerModel",
+    "ScannerOutput",
+    "ScannerState",
+]
