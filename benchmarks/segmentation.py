@@ -61,9 +61,7 @@ def main() -> None:
         sentences, _, _ = segment(text, segmenter)
         seconds = time.perf_counter() - started
         rate = crossing_rate(paragraphs, segmenter)
-        print(
-            f"| {segmenter} | {len(text) / seconds:,.0f} | {len(sentences):,} | {rate:.2%} |"
-        )
+        print(f"| {segmenter} | {len(text) / seconds:,.0f} | {len(sentences):,} | {rate:.2%} |")
     corpus_words = corpus.split()
     repeats = 1_000_000 // len(corpus_words) + 1
     words = "\n\n".join([corpus] * repeats)

@@ -170,9 +170,7 @@ def read_file(
     return Document(id=doc_id or path.name, text=text, metadata=metadata)
 
 
-def read_paths(
-    paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES
-) -> list[Document]:
+def read_paths(paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES) -> list[Document]:
     """Read files and directories (recursively, text suffixes only) into a collection.
 
     Ids are paths relative to the directory given, so they stay stable across machines.
@@ -202,8 +200,6 @@ def read_paths(
             except DocumentError as error:
                 logger.warning("skipped: %s", error)
     if not documents:
-        raise DocumentError(
-            "no readable text documents in " + ", ".join(str(p) for p in paths)
-        )
+        raise DocumentError("no readable text documents in " + ", ".join(str(p) for p in paths))
     check_unique_ids(documents)
     return documents

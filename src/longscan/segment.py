@@ -160,9 +160,7 @@ def segment(
     )
 
 
-def word_chunks(
-    text: str, sentences: np.ndarray, words_per_chunk: int = 300
-) -> np.ndarray:
+def word_chunks(text: str, sentences: np.ndarray, words_per_chunk: int = 300) -> np.ndarray:
     """Fixed-size word chunks (the seeds' 300-word setting) as ``(m, 2)`` character spans.
 
     Chunks are cut at word boundaries, ignore sentence boundaries (as fixed-size chunking
@@ -181,7 +179,6 @@ def word_chunks(
         for i in range(0, len(word_starts), words_per_chunk)
     ]
     return np.asarray(chunks, dtype=np.int64).reshape(-1, 2)
-
 
 
 def count_words(text: str) -> int:

@@ -12,7 +12,25 @@ unicode_text = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=400
 )
 sentence_like = st.lists(
-    st.sampled_from(["Hello", "world", "Dr.", "é", "日本語", "🎉", ".", "!", "?", " ", "\n", "\n\n", "\t", "a.b", "'"]),
+    st.sampled_from(
+        [
+            "Hello",
+            "world",
+            "Dr.",
+            "é",
+            "日本語",
+            "🎉",
+            ".",
+            "!",
+            "?",
+            " ",
+            "\n",
+            "\n\n",
+            "\t",
+            "a.b",
+            "'",
+        ]
+    ),
     max_size=80,
 ).map("".join)
 

@@ -99,8 +99,8 @@ def stable_id(*parts: str, length: int = 12) -> str:
     return digest.hexdigest()[:length]
 
 
-@cache
 def _read_json(path: Path) -> Any:
+    """Uncached: every caller caches its parsed result, and raw JSON would double memory."""
     return json.loads(path.read_text(encoding="utf-8"))
 
 

@@ -93,7 +93,7 @@ class ContextualSentenceEncoder:
             vectors = self.encode_grouped(texts, groups, progress)
             result[all_indices] = vectors
             offset = 0
-            for (key, indices), size in zip(missing, groups, strict=True):
+            for (key, _), size in zip(missing, groups, strict=True):
                 self._remember(key, vectors[offset : offset + size])
                 offset += size
         return result

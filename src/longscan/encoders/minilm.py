@@ -37,9 +37,7 @@ class SentenceEncoder:
         )
         self.dim = int(dimension() or EMBEDDING_DIM)
 
-    def encode(
-        self, texts: list[str], batch_size: int = 64, progress: bool = False
-    ) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
         """Encode ``texts`` into ``(len(texts), dim)`` float32 unit vectors."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

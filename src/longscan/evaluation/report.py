@@ -79,9 +79,9 @@ def breakdown_rows(
 
 def _rich_table(header: Sequence[str], rows: Sequence[Sequence[str]], title: str) -> Table:
     table = Table(title=title)
-    table.add_column(header[0], style="bold")
+    table.add_column(header[0], style="bold", overflow="fold")
     for name in header[1:]:
-        table.add_column(name, justify="right")
+        table.add_column(name, justify="right", no_wrap=True)
     for row in rows:
         table.add_row(*row)
     return table
@@ -158,6 +158,7 @@ def plot_by_length(
         ax.set_title(name)
         ax.set_xticks(range(len(labels)), labels, rotation=30)
         ax.set_xlabel("document length (words)")
+        ax.set_ylim(-0.03, 1.03)  # every measure is a fraction; a fixed axis compares panels
         ax.grid(alpha=0.3)
     for ax in axes[len(names) :]:
         ax.set_visible(False)

@@ -12,6 +12,7 @@ model -> output dataclasses -> ``__all__``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -20,6 +21,9 @@ from torch import Tensor, nn
 
 from longscan.models.config import ScannerConfig
 from longscan.ops.ssd import ssd_chunked, ssd_step
+
+DEFAULT_WINDOW = 1024
+"""Steps per block when a sequence runs through the network (bounds intermediate sizes)."""
 
 MixerState = tuple[Tensor, Tensor]
 """``(conv_state (b, conv_dim, d_conv - 1), ssm_state (b, n_heads, headdim, d_state))``."""
@@ -382,33 +386,62 @@ class ScannerModel(nn.Module):
         layers: nn.ModuleList,
         hidden: Tensor,
         query_step: Tensor | None,
-        states: list[MixerState] | None,
+        states: list[MixerState | None],
         mask: Tensor | None,
-    ) -> tuple[Tensor, list[MixerState]]:
-        """Run blocks over ``[query_step; hidden]`` (query omitted when None).
+    ) -> Tensor:
+        """Run blocks over ``[query_step; hidden]`` (no query step when None).
 
-        ``hidden`` ``(b, l, d_model)``, ``query_step`` ``(b, d_model)``; returns the sentence
-        positions only, ``(b, l, d_model)``, and the new per-layer states.
+        ``hidden`` ``(b, w, d_model)``, ``query_step`` ``(b, d_model)``. ``states`` (one per
+        block, None for zeros) is replaced in place by the carried states. Returns the sentence
+        positions only, ``(b, w, d_model)``.
         """
         offset = 0
         if query_step is not None:
-            hidden = torch.cat([query_step[:, None], hidden], dim=1)  # (b, 1 + l, d_model)
+            hidden = torch.cat([query_step[:, None], hidden], dim=1)  # (b, 1 + w, d_model)
             if mask is not None:
-                mask = F.pad(mask, (1, 0), value=True)  # (b, 1 + l)
+                mask = F.pad(mask, (1, 0), value=True)  # (b, 1 + w)
             offset = 1
-        states = states if states is not None else [None] * len(layers)
-        new_states = []
-        for block, st in zip(layers, states, strict=True):
-            hidden, st = block(hidden, state=st, mask=mask)
-            new_states.append(st)
-        return hidden[:, offset:], new_states
+        for i, block in enumerate(layers):
+            hidden, states[i] = block(hidden, state=states[i], mask=mask)
+        return hidden[:, offset:]
 
-    def _logits(self, hidden: Tensor, mask: Tensor | None) -> Tensor:
-        """``(b, l, d_model)`` -> logits ``(b, l)``, ``-inf`` on padded steps."""
-        logits = self.head(self.norm_f(hidden)).squeeze(-1)  # (b, l, 1) -> (b, l)
-        if mask is not None:
-            logits = logits.masked_fill(~mask, float("-inf"))
-        return logits
+    def _windows(
+        self,
+        layers: nn.ModuleList,
+        sentences: Tensor,
+        query: Tensor,
+        features: Tensor | None,
+        mask: Tensor | None,
+        window: int,
+        states: list[MixerState | None],
+        query_first: bool,
+        order: Tensor | None = None,
+    ) -> Iterator[tuple[int, int, Tensor]]:
+        """Run a stack window by window; yield ``(start, stop, hidden (b, stop - start, d))``.
+
+        Every intermediate tensor is at most ``window`` steps long, which keeps allocations
+        small (large fresh allocations make long sequences super-linearly slow on CPU).
+        ``states`` is updated in place. ``order`` ``(b, l)`` optionally permutes the steps (the
+        reverse stack); :func:`reverse_index` leaves the mask unchanged, so it is sliced as is.
+        """
+        seqlen = sentences.size(1)
+        q_step = self.dropout(self.embed_query(query)) if query_first else None  # (b, d_model)
+        for start in range(0, seqlen, window):
+            stop = min(start + window, seqlen)
+            if order is None:
+                s_w = sentences[:, start:stop]  # (b, w, d_input)
+                f_w = None if features is None else features[:, start:stop]
+            else:
+                s_w = gather_steps(sentences, order[:, start:stop])  # (b, w, d_input)
+                f_w = None if features is None else gather_steps(features, order[:, start:stop])
+            m_w = None if mask is None else mask[:, start:stop]  # (b, w)
+            emb = self.embed(s_w, query, f_w)  # (b, w, d_model)
+            yield start, stop, self._run_stack(layers, emb, q_step, states, m_w)
+            q_step = None
+
+    def _logits(self, hidden: Tensor) -> Tensor:
+        """``(b, w, d_model)`` -> logits ``(b, w)``."""
+        return self.head(self.norm_f(hidden)).squeeze(-1)  # (b, w, 1) -> (b, w)
 
     # -- public ---------------------------------------------------------------------------
 
@@ -431,6 +464,8 @@ class ScannerModel(nn.Module):
         features: Tensor | None = None,
         mask: Tensor | None = None,
         state: ScannerState | None = None,
+        *,
+        window: int = DEFAULT_WINDOW,
     ) -> ScannerOutput:
         """Score sentences (a whole document, or the next window of one).
 
@@ -445,41 +480,53 @@ class ScannerModel(nn.Module):
             state: causal models only: the state returned by the previous window, or a fresh
                 one from :meth:`allocate_state`. A fresh state (``n_steps == 0``) means this
                 window begins the document, so the query step is prepended.
+            window: execution detail: the sequence runs through the network in blocks of this
+                many steps, carrying the state, so no intermediate grows with ``l``. The
+                result does not depend on it beyond float rounding.
 
         Returns:
             :class:`ScannerOutput` with ``logits`` ``(b, l)`` and, for a causal model, the
             ``state`` to continue from (None for a bidirectional model).
         """
+        if window < 1:
+            raise ValueError(f"window must be >= 1; got {window}")
         mask = self._check_inputs(sentences, query, features, mask)
         if state is not None and self.config.bidirectional:
             raise ValueError("state= is for causal models; a bidirectional model uses scan()")
         b, seqlen, _ = sentences.shape
+        n_layers = self.config.n_layers
+        args = (sentences, query, features, mask, window)
 
-        # 1. Query-interaction embedding of every sentence step.
-        emb = self.embed(sentences, query, features)  # (b, l, d_model)
-
-        # 2. The query step, only at the start of a document.
+        # 1-3. Interaction embedding, query step (only at the start of a document), causal
+        # stack; block by block.
         fresh = state is None or state.n_steps == 0
-        q_step = self.dropout(self.embed_query(query)) if fresh else None  # (b, d_model)
+        states = [None] * n_layers if state is None else list(state.layers)
+        parts = [h for _, _, h in self._windows(self.layers, *args, states, fresh)]
+        hidden = torch.cat(parts, dim=1) if parts else sentences.new_zeros(b, 0, 1)
+        n_steps = (0 if state is None else state.n_steps) + seqlen + int(fresh and seqlen > 0)
+        new_state = ScannerState(layers=states, n_steps=n_steps)  # (b, l, d_model) hidden
 
-        # 3. Causal stack.
-        layer_states = None if state is None else state.layers
-        hidden, layer_states = self._run_stack(self.layers, emb, q_step, layer_states, mask)
-        n_steps = (0 if state is None else state.n_steps) + seqlen + int(fresh)
-        new_state = ScannerState(layers=layer_states, n_steps=n_steps)
-
-        # 4. Reverse stack over [q; s_len..s_1; padding], merged with the forward states.
-        if self.config.bidirectional:
-            rev = reverse_index(mask, b, seqlen, sentences.device)  # (b, l), an involution
-            h_rev, _ = self._run_stack(
-                self.layers_rev, gather_steps(emb, rev), q_step, None, mask
-            )  # (b, l, d_model) in reversed order
-            h_rev = gather_steps(h_rev, rev)  # (b, l, d_model) back in document order
-            hidden = self.merge(torch.cat([hidden, h_rev], dim=-1))  # (b, l, d_model)
+        if not self.config.bidirectional or seqlen == 0:
+            # 5. Final norm and head.
+            logits = self._logits(hidden) if parts else sentences.new_zeros(b, 0)  # (b, l)
+        else:
+            # 4. Reverse stack over [q; s_len..s_1; padding] with its own state; each window is
+            # merged with the forward states of the same sentences, then 5. norm and head.
             new_state = None
+            rev = reverse_index(mask, b, seqlen, sentences.device)  # (b, l), an involution
+            rev_states: list[MixerState | None] = [None] * n_layers
+            parts = []
+            for start, stop, h_rev in self._windows(
+                self.layers_rev, *args, rev_states, True, order=rev
+            ):
+                h_fwd = gather_steps(hidden, rev[:, start:stop])  # (b, w, d_model)
+                merged = self.merge(torch.cat([h_fwd, h_rev], dim=-1))  # (b, w, d_model)
+                parts.append(self._logits(merged))  # (b, w) in reversed order
+            logits = torch.cat(parts, dim=1).gather(1, rev)  # (b, l) in document order
 
-        # 5. Final norm and head.
-        return ScannerOutput(logits=self._logits(hidden, mask), state=new_state)
+        if mask is not None:
+            logits = logits.masked_fill(~mask, float("-inf"))
+        return ScannerOutput(logits=logits, state=new_state)
 
     @torch.no_grad()
     def scan(
@@ -488,16 +535,16 @@ class ScannerModel(nn.Module):
         query: Tensor,
         features: Tensor | None = None,
         mask: Tensor | None = None,
-        window: int = 2048,
+        window: int = DEFAULT_WINDOW,
     ) -> Tensor:
         """Inference over a document of any length with activations bounded by ``window``.
 
         Causal: windows run front to back carrying the state. Bidirectional: the forward
-        stack streams front to back and keeps its final hidden vectors (``l x d_model``, the
-        size of the input); the reverse stack then streams over the reversed sentences with
+        stack streams front to back and keeps only its top hidden vectors (``l x d_model``,
+        smaller than the input); the reverse stack then streams over ``[q; s_n..s_1]`` with
         its own state, and each of its windows is merged with the stored forward vectors and
-        scored. Either way the logits equal :meth:`forward` on the whole sequence (up to
-        float rounding). Call ``model.eval()`` first; dropout would break that equality.
+        scored. Either way the logits equal a single full pass (up to float rounding). Call
+        ``model.eval()`` first; dropout would break that equality.
 
         Args:
             sentences: ``(b, l, d_input)``.
@@ -509,66 +556,7 @@ class ScannerModel(nn.Module):
         Returns:
             logits ``(b, l)``, ``-inf`` on padded steps.
         """
-        if window < 1:
-            raise ValueError(f"window must be >= 1; got {window}")
-        mask = self._check_inputs(sentences, query, features, mask)
-        b, seqlen, _ = sentences.shape
-        if not self.config.bidirectional:
-            logits = sentences.new_empty(b, seqlen)
-            for start, stop, hidden in self._stream(
-                self.layers, sentences, query, features, mask, window, None
-            ):
-                logits[:, start:stop] = self._logits(hidden, None)
-        else:
-            h_fwd = sentences.new_empty(b, seqlen, self.config.d_model)
-            for start, stop, hidden in self._stream(
-                self.layers, sentences, query, features, mask, window, None
-            ):
-                h_fwd[:, start:stop] = hidden
-            rev = reverse_index(mask, b, seqlen, sentences.device)  # (b, l)
-            logits = sentences.new_empty(b, seqlen)
-            for start, stop, hidden in self._stream(
-                self.layers_rev, sentences, query, features, mask, window, rev
-            ):
-                idx = rev[:, start:stop]  # (b, w): document positions of this window
-                merged = self.merge(torch.cat([gather_steps(h_fwd, idx), hidden], dim=-1))
-                logits.scatter_(1, idx, self._logits(merged, None))
-        if mask is not None:
-            logits = logits.masked_fill(~mask, float("-inf"))
-        return logits
-
-    def _stream(
-        self,
-        layers: nn.ModuleList,
-        sentences: Tensor,
-        query: Tensor,
-        features: Tensor | None,
-        mask: Tensor | None,
-        window: int,
-        order: Tensor | None,
-    ):
-        """Yield ``(start, stop, hidden (b, stop - start, d_model))`` window by window.
-
-        ``order`` ``(b, l)`` optionally permutes the steps (the reverse stack); the mask is
-        unchanged by :func:`reverse_index`, so it is sliced as is.
-        """
-        b, seqlen, _ = sentences.shape
-        states = [blk.mixer.allocate_state(b, sentences.device, sentences.dtype) for blk in layers]
-        q_step = self.embed_query(query)  # (b, d_model)
-        for start in range(0, seqlen, window):
-            stop = min(start + window, seqlen)
-            if order is None:
-                s_w = sentences[:, start:stop]  # (b, w, d_input)
-                f_w = None if features is None else features[:, start:stop]
-            else:
-                s_w = gather_steps(sentences, order[:, start:stop])  # (b, w, d_input)
-                f_w = None if features is None else gather_steps(features, order[:, start:stop])
-            m_w = None if mask is None else mask[:, start:stop]
-            emb = self.embed(s_w, query, f_w)  # (b, w, d_model)
-            hidden, states = self._run_stack(
-                layers, emb, q_step if start == 0 else None, states, m_w
-            )
-            yield start, stop, hidden
+        return self.forward(sentences, query, features, mask, window=window).logits
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -606,6 +594,7 @@ class ScannerOutput:
 
 
 __all__ = [
+    "DEFAULT_WINDOW",
     "Block",
     "Mamba2Mixer",
     "MixerState",

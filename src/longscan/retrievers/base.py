@@ -125,7 +125,5 @@ class Retriever(ABC):
         return Units.of(documents, self.unit)
 
     @abstractmethod
-    def score_units(
-        self, query: str, documents: Sequence[Document], units: Units
-    ) -> np.ndarray:
+    def score_units(self, query: str, documents: Sequence[Document], units: Units) -> np.ndarray:
         """Return ``(len(units),)`` scores, higher is more relevant."""

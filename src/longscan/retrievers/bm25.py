@@ -12,7 +12,6 @@ import numpy as np
 from longscan.documents import Document
 from longscan.retrievers.base import Retriever, UnitKind, Units
 
-
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 

@@ -52,6 +52,8 @@ class OracleRetriever(Retriever):
         doc_ids = np.array([d.id for d in documents], dtype=object)[units.doc_index]
         for span in self._gold[key]:
             same_doc = doc_ids == span.doc_id
-            overlap = np.minimum(units.spans[:, 1], span.end) - np.maximum(units.spans[:, 0], span.start)
+            overlap = np.minimum(units.spans[:, 1], span.end) - np.maximum(
+                units.spans[:, 0], span.start
+            )
             scores += np.where(same_doc, np.clip(overlap, 0, None), 0)
         return scores

@@ -36,9 +36,12 @@ def test_budget_must_be_a_positive_integer(budget):
 
 def test_hit_sr_fr_on_three_gold_spans(fox, piece):
     # Gold: inside sentences 0, 2 and 4 (five words each).
-    item = QAItem("q", "?", [fox], gold_spans=[GoldSpan("fox", 4, 7),
-                                               GoldSpan("fox", 53, 58),
-                                               GoldSpan("fox", 104, 108)])
+    item = QAItem(
+        "q",
+        "?",
+        [fox],
+        gold_spans=[GoldSpan("fox", 4, 7), GoldSpan("fox", 53, 58), GoldSpan("fox", 104, 108)],
+    )
     ranked = [piece(fox, *span) for span in [(0, 23), (24, 48), (49, 74), (100, 124)]]
     measures = parse_measures(
         [f"{family}@{b}" for b in (1, 5, 10, 12, 20) for family in ("hit", "SR", "FR")]
@@ -62,13 +65,17 @@ def test_gold_documents_are_the_targets_without_spans(fox, piece):
 
 
 def test_answer_hit_for_items_with_answers_only(piece):
-    document = Document("d", "Whales are large. The blue whale is the largest animal. Cats are small.")
+    text = "Whales are large. The blue whale is the largest animal. Cats are small."
+    document = Document("d", text)
     item = QAItem("q", "largest animal?", [document], answers=["The Blue Whale."])
     ranked = [piece(document, 0, 17), piece(document, 18, 55), piece(document, 56, 71)]
     measures = parse_measures(["ahit@4", "ahit@5", "ahit@6", "ahit@100", "hit@100"])
     # 4 words: "Whales are large. The" -- 5: "... The blue" -- 6: "... The blue whale".
     assert budget_scores(item, ranked, measures) == {
-        "ahit@4": 0.0, "ahit@5": 0.0, "ahit@6": 1.0, "ahit@100": 1.0,
+        "ahit@4": 0.0,
+        "ahit@5": 0.0,
+        "ahit@6": 1.0,
+        "ahit@100": 1.0,
     }
 
 

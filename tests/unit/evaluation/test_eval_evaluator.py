@@ -54,20 +54,37 @@ def items(make_fox) -> list[QAItem]:
     whale = Document("whale", WHALE)
     return [
         QAItem("one", "gray?", [fox], gold_spans=[GoldSpan("fox", 75, 99)]),
-        QAItem("two", "two?", [fox2, whale],
-               gold_spans=[GoldSpan("fox2", 4, 9), GoldSpan("whale", 22, 32)]),
+        QAItem(
+            "two",
+            "two?",
+            [fox2, whale],
+            gold_spans=[GoldSpan("fox2", 4, 9), GoldSpan("whale", 22, 32)],
+        ),
         QAItem("three", "biggest?", [whale], answers=["Blue whale"]),
-        QAItem("silent", "silent", [fox], gold_spans=[GoldSpan("fox", 0, 3)],
-               metadata={"evidence_position": 0.9}),
-        QAItem("four", "four?", [fox, whale], gold_doc_ids=["whale"],
-               metadata={"evidence_position": "middle"}),
+        QAItem(
+            "silent",
+            "silent",
+            [fox],
+            gold_spans=[GoldSpan("fox", 0, 3)],
+            metadata={"evidence_position": 0.9},
+        ),
+        QAItem(
+            "four",
+            "four?",
+            [fox, whale],
+            gold_doc_ids=["whale"],
+            metadata={"evidence_position": "middle"},
+        ),
     ]
 
 
 SCRIPT = {
     "gray?": ["The gray fox jumps high."],
-    "two?": ["The blue whale is the largest animal.", "Cats are small.",
-             "The black fox jumps high."],
+    "two?": [
+        "The blue whale is the largest animal.",
+        "Cats are small.",
+        "The black fox jumps high.",
+    ],
     "biggest?": ["Whales are large.", "The blue whale is the largest animal."],
     "silent": None,
     "four?": ["The red fox jumps high."],
@@ -76,15 +93,27 @@ SCRIPT = {
 
 @pytest.fixture
 def result(items) -> EvaluationResult:
-    return evaluate(ScriptedRetriever(SCRIPT), items, budgets=(5, 10, 20), ks=(1, 5),
-                    doc_ks=(1, 10), length_edges=(20, 40), progress=False)
+    return evaluate(
+        ScriptedRetriever(SCRIPT),
+        items,
+        budgets=(5, 10, 20),
+        ks=(1, 5),
+        doc_ks=(1, 10),
+        length_edges=(20, 40),
+        progress=False,
+    )
 
 
 def test_per_item_scores_match_hand_computed_values(result):
     records = {record.item_id: record for record in result.records}
     one = records["one"].scores
     assert {name: one[name] for name in ("hit@5", "SR@5", "FR@5", "R@1", "P@1", "nDCG@1")} == {
-        "hit@5": 1.0, "SR@5": 1.0, "FR@5": 1.0, "R@1": 1.0, "P@1": 1.0, "nDCG@1": 1.0,
+        "hit@5": 1.0,
+        "SR@5": 1.0,
+        "FR@5": 1.0,
+        "R@1": 1.0,
+        "P@1": 1.0,
+        "nDCG@1": 1.0,
     }
     assert not any(name.startswith(("doc", "ahit")) for name in one)  # one document, spans
 
@@ -95,7 +124,10 @@ def test_per_item_scores_match_hand_computed_values(result):
     assert (two["R@1"], two["P@1"], two["R@5"], two["P@5"]) == (0.5, 1.0, 1.0, 0.4)
     assert two["nDCG@5"] == pytest.approx((1 + 1 / math.log2(4)) / (1 + 1 / math.log2(3)))
     assert {k: v for k, v in two.items() if k.startswith("doc")} == {
-        "docSR@1": 0.5, "docSR@10": 1.0, "docFR@1": 0.0, "docFR@10": 1.0,
+        "docSR@1": 0.5,
+        "docSR@10": 1.0,
+        "docFR@1": 0.0,
+        "docFR@10": 1.0,
     }
 
     # "Whales are large. The blue" is 5 words; the answer needs the 6th.
@@ -103,7 +135,9 @@ def test_per_item_scores_match_hand_computed_values(result):
 
     four = records["four"].scores
     assert {k: v for k, v in four.items() if k.startswith("doc")} == {
-        "docSR@1": 0.0, "docSR@10": 1.0, "docR@1": 0.0,
+        "docSR@1": 0.0,
+        "docSR@10": 1.0,
+        "docR@1": 0.0,
     }
     assert four["hit@20"] == 0.0  # 20 words of fox; the gold document is the whale
 
@@ -129,15 +163,27 @@ def test_aggregates_average_over_the_items_a_measure_applies_to(result):
 
 def test_length_buckets_and_positions(result):
     buckets = {record.item_id: record.length_bucket for record in result.records}
-    assert buckets == {"one": "20-40", "two": ">=40", "three": "<20", "silent": "20-40",
-                       "four": ">=40"}
+    assert buckets == {
+        "one": "20-40",
+        "two": ">=40",
+        "three": "<20",
+        "silent": "20-40",
+        "four": ">=40",
+    }
     assert list(result.by_length) == ["<20", "20-40", ">=40"]
     assert result.by_length["20-40"]["hit@5"] == 0.5
     positions = {record.item_id: record.position for record in result.records}
-    assert positions == {"one": "middle", "two": "first", "three": None, "silent": "last",
-                         "four": "middle"}
+    assert positions == {
+        "one": "middle",
+        "two": "first",
+        "three": None,
+        "silent": "last",
+        "four": "middle",
+    }
     assert {name: group["items"] for name, group in result.by_position.items()} == {
-        "first": 1, "middle": 2, "last": 1,
+        "first": 1,
+        "middle": 2,
+        "last": 1,
     }
 
 
@@ -151,8 +197,9 @@ def test_json_round_trip(result):
 
 def test_chunk_retrievers_are_scored_through_their_sentences(items):
     item = items[0]  # gold: sentence 3 of fox; the whole text is one 30-word chunk
-    result = evaluate(ScriptedRetriever({}, unit="chunk"), [item], budgets=(5, 30), ks=(1, 5),
-                      progress=False)
+    result = evaluate(
+        ScriptedRetriever({}, unit="chunk"), [item], budgets=(5, 30), ks=(1, 5), progress=False
+    )
     scores = result.records[0].scores
     assert result.unit == "chunk"
     assert (scores["hit@5"], scores["hit@30"]) == (0.0, 1.0)
@@ -164,7 +211,11 @@ def test_bucket_labels_and_validation():
     assert LengthBuckets().labels == ["<5k", "5k-20k", "20k-50k", "50k-100k", ">=100k"]
     buckets = LengthBuckets((5_000, 20_000))
     assert [buckets.label(w) for w in (0, 4_999, 5_000, 19_999, 20_000)] == [
-        "<5k", "<5k", "5k-20k", "5k-20k", ">=20k",
+        "<5k",
+        "<5k",
+        "5k-20k",
+        "5k-20k",
+        ">=20k",
     ]
     assert LengthBuckets(()).label(10**6) == "all"
     assert LengthBuckets((1_500,)).labels == ["<1,500", ">=1,500"]
@@ -182,7 +233,12 @@ def test_evidence_position_from_spans_and_metadata():
         return QAItem("i", "?", [document], gold_spans=spans, metadata=metadata)
 
     assert [evidence_position(item(s)) for s in (0, 29, 30, 59, 60, 89)] == [
-        "first", "first", "middle", "middle", "last", "last",
+        "first",
+        "first",
+        "middle",
+        "middle",
+        "last",
+        "last",
     ]
     assert evidence_position(item(1, 80)) == "spread"
     assert evidence_position(item()) is None

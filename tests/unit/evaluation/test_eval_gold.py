@@ -27,8 +27,9 @@ def test_overlap_needs_a_shared_character():
 
 def test_gold_sentences_are_those_overlapping_a_span(fox):
     # From the last character of sentence 1 into sentence 2, plus a span inside sentence 5.
-    item = QAItem("q", "which fox?", [fox], gold_spans=[GoldSpan("fox", 47, 52),
-                                                        GoldSpan("fox", 130, 133)])
+    item = QAItem(
+        "q", "which fox?", [fox], gold_spans=[GoldSpan("fox", 47, 52), GoldSpan("fox", 130, 133)]
+    )
     assert gold_sentences(item) == [("fox", 1), ("fox", 2), ("fox", 5)]
     labels = gold_unit_labels(item)
     assert labels["fox"].tolist() == [False, True, True, False, False, True]
@@ -52,8 +53,9 @@ def test_gold_documents_prefer_ids_then_span_documents(fox):
 
 def test_covered_gold_spans_checks_the_document(fox, piece):
     other = Document("other", fox.text)
-    item = QAItem("q", "?", [fox, other],
-                  gold_spans=[GoldSpan("fox", 0, 5), GoldSpan("other", 0, 5)])
+    item = QAItem(
+        "q", "?", [fox, other], gold_spans=[GoldSpan("fox", 0, 5), GoldSpan("other", 0, 5)]
+    )
     units = [piece(fox, 0, 23)]
     assert covered_gold_spans(item, units).tolist() == [True, False]
     assert covered_gold_spans(item, []).tolist() == [False, False]

@@ -28,7 +28,8 @@ def test_names_parse_and_round_trip():
     assert Measure.parse("hit@300").level == "budget"
     assert Measure.parse("docFR@10").level == "document"
     assert Measure.parse(measure) is measure
-    assert parse_measures(["SR@300", "SR@300", "hit@100"]) == [Measure("SR", 300), Measure("hit", 100)]
+    expected = [Measure("SR", 300), Measure("hit", 100)]
+    assert parse_measures(["SR@300", "SR@300", "hit@100"]) == expected
 
 
 @pytest.mark.parametrize("name", ["nDCG", "nDCG@", "@10", "foo@10", "R@0", "R@-1", "R@1.5"])
@@ -40,9 +41,25 @@ def test_bad_names_are_rejected(name):
 def test_default_measures_cover_every_family():
     names = [m.name for m in default_measures((100, 300), ks=(1, 5), doc_ks=(1, 10))]
     assert names == [
-        "hit@100", "hit@300", "SR@100", "SR@300", "FR@100", "FR@300", "ahit@100", "ahit@300",
-        "R@1", "R@5", "P@1", "P@5", "nDCG@1", "nDCG@5",
-        "docSR@1", "docSR@10", "docR@1", "docFR@1", "docFR@10",
+        "hit@100",
+        "hit@300",
+        "SR@100",
+        "SR@300",
+        "FR@100",
+        "FR@300",
+        "ahit@100",
+        "ahit@300",
+        "R@1",
+        "R@5",
+        "P@1",
+        "P@5",
+        "nDCG@1",
+        "nDCG@5",
+        "docSR@1",
+        "docSR@10",
+        "docR@1",
+        "docFR@1",
+        "docFR@10",
     ]
 
 
@@ -81,7 +98,7 @@ def test_ir_measures_computes_the_values(monkeypatch):
 
     monkeypatch.setattr(measures_module.ir_measures, "iter_calc", spy)
     scores = sentence_scores(GOLD, RANKED, SENTENCE)
-    (native, qrels, run), = calls
+    ((native, qrels, run),) = calls
     assert [str(m) for m in native] == [m.name for m in SENTENCE]
     assert qrels == {"q1": {"d#0": 1, "d#3": 1}, "q2": {"d#7": 1}}
     # Strictly decreasing pseudo-scores in rank order.
@@ -121,16 +138,23 @@ RANKING = ["A", "B", "C", "D"]
 
 def test_single_source_queries_get_sr_and_r_at_1_but_not_fr():
     assert document_scores(RANKING, ["B"], DOCUMENT) == {
-        "docSR@1": 0.0, "docSR@10": 1.0, "docR@1": 0.0,
+        "docSR@1": 0.0,
+        "docSR@10": 1.0,
+        "docR@1": 0.0,
     }
     assert document_scores(RANKING, ["A"], DOCUMENT) == {
-        "docSR@1": 1.0, "docSR@10": 1.0, "docR@1": 1.0,
+        "docSR@1": 1.0,
+        "docSR@10": 1.0,
+        "docR@1": 1.0,
     }
 
 
 def test_multi_source_queries_get_sr_and_fr_but_not_r_at_1():
     assert document_scores(RANKING, ["A", "C"], DOCUMENT) == {
-        "docSR@1": 0.5, "docSR@10": 1.0, "docFR@1": 0.0, "docFR@10": 1.0,
+        "docSR@1": 0.5,
+        "docSR@10": 1.0,
+        "docFR@1": 0.0,
+        "docFR@10": 1.0,
     }
     # A gold document never retrieved: SR@10 = 2/3, FR@10 = 0.
     scores = document_scores(RANKING, ["A", "C", "Z"], DOCUMENT)
@@ -140,5 +164,8 @@ def test_multi_source_queries_get_sr_and_fr_but_not_r_at_1():
 def test_no_gold_documents_no_document_scores_and_empty_ranking_scores_zero():
     assert document_scores(RANKING, [], DOCUMENT) == {}
     assert document_scores([], ["A", "B"], DOCUMENT) == {
-        "docSR@1": 0.0, "docSR@10": 0.0, "docFR@1": 0.0, "docFR@10": 0.0,
+        "docSR@1": 0.0,
+        "docSR@10": 0.0,
+        "docFR@1": 0.0,
+        "docFR@10": 0.0,
     }

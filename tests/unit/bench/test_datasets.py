@@ -1,0 +1,181 @@
+"""Loaders read the original files of /work/shared/data and keep gold evidence exact."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from longscan.bench.datasets import (
+    DATA_DIR_ENV,
+    HOTPOTQA_FILES,
+    LEVAL_FILES,
+    LOONG_FILE,
+    MUSIQUE_FILE,
+    default_data_dir,
+    financial_name,
+    load_hotpotqa,
+    load_leval,
+    load_loong,
+    load_musique,
+    load_squad,
+    read_musique,
+    read_squad,
+)
+
+
+@pytest.fixture(scope="module")
+def data_dir() -> Path:
+    try:
+        return default_data_dir()
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+
+
+def _raw(path: Path) -> list[dict]:
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_data_dir_env_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+    assert default_data_dir() == tmp_path
+
+
+def test_data_dir_env_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        default_data_dir()
+
+
+def test_data_dir_next_to_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    (tmp_path / "repo").mkdir()
+    monkeypatch.chdir(tmp_path / "repo")
+    assert default_data_dir() == tmp_path / "shared" / "data"
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=str(tmp_path)):
+        load_squad(tmp_path)
+
+
+def test_squad_answers_point_at_their_text(data_dir: Path) -> None:
+    articles = load_squad(data_dir)
+    questions = [q for a in articles for p in a.paragraphs for q in p.questions]
+    assert len(articles) == 36
+    assert len(questions) == 7513  # as the data README says: nothing dropped
+    for article in articles:
+        for paragraph in article.paragraphs:
+            for question in paragraph.questions:
+                for text, start in question.answers:
+                    assert paragraph.context[start : start + len(text)] == text
+
+
+def test_squad_misplaced_answer_is_dropped(tmp_path: Path) -> None:
+    qas = [
+        {"id": "ok", "question": "q?", "answers": [{"text": "cat", "answer_start": 4}]},
+        {"id": "bad", "question": "q?", "answers": [{"text": "cat", "answer_start": 0}]},
+    ]
+    data = {"data": [{"title": "T", "paragraphs": [{"context": "the cat sat", "qas": qas}]}]}
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(data))
+    (article,) = read_squad(path)
+    assert [q.id for q in article.paragraphs[0].questions] == ["ok"]
+
+
+@pytest.mark.parametrize("split", ["train", "dev"])
+def test_hotpotqa_support_is_the_supporting_sentences(data_dir: Path, split: str) -> None:
+    raw = _raw(data_dir / HOTPOTQA_FILES[split])
+    questions = load_hotpotqa(data_dir, split)
+    assert len(questions) == len(raw)
+    assert len({q.id for q in questions}) == len(questions)
+    for row, question in zip(raw, questions, strict=True):
+        context, facts = row["context"], row["supporting_facts"]
+        if isinstance(context, dict):  # the Hugging Face column layout of the dev sample
+            context = list(zip(context["title"], context["sentences"], strict=True))
+            facts = list(zip(facts["title"], facts["sent_id"], strict=True))
+        sentences = dict(context)
+        expected = sorted(sentences[t][i].strip() for t, i in facts if sentences[t][i].strip())
+        found = sorted(p.text[s:e] for p in question.paragraphs for s, e in p.support)
+        assert found == expected
+        for paragraph, (title, body) in zip(question.paragraphs, context, strict=True):
+            assert paragraph.text == title + "\n" + "".join(body)
+
+
+def test_musique_support_is_the_paragraph_body(data_dir: Path) -> None:
+    raw = _raw(data_dir / MUSIQUE_FILE)
+    questions = load_musique(data_dir)
+    assert len(questions) == len(raw)
+    for row, question in zip(raw, questions, strict=True):
+        expected = [p["paragraph_text"] for p in row["paragraphs"] if p["is_supporting"]]
+        assert [p.text[s:e] for p in question.paragraphs for s, e in p.support] == expected
+        assert question.answers[0] == row["answer"]
+
+
+def test_musique_json_lines_read_like_a_list(data_dir: Path, tmp_path: Path) -> None:
+    raw = _raw(data_dir / MUSIQUE_FILE)[:3]
+    path = tmp_path / "musique.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in raw) + "\n")
+    assert read_musique(path) == tuple(load_musique(data_dir)[:3])
+
+
+@pytest.mark.parametrize("task", sorted(LEVAL_FILES))
+def test_leval_one_item_per_instruction(data_dir: Path, task: str) -> None:
+    raw = _raw(data_dir / LEVAL_FILES[task])
+    items = load_leval(data_dir, task)
+    assert len(items) == sum(len(row["instructions"]) for row in raw)
+    assert [item.query for item in items] == [q for row in raw for q in row["instructions"]]
+    assert [item.answers for item in items] == [[a] for row in raw for a in row["outputs"]]
+    for item in items:
+        (document,) = item.documents
+        assert not item.gold_spans
+        row = raw[int(document.id.rsplit("-", 1)[1])]
+        assert document.text == row["input"]
+
+
+def test_leval_coursera_keeps_the_options(data_dir: Path) -> None:
+    items = load_leval(data_dir, "coursera")
+    assert all("\nA. " in item.query and "\nD. " in item.query for item in items)
+
+
+def test_financial_names_as_loong_derives_them() -> None:
+    assert financial_name("2024-Acorda Therapeutics, Inc.-j.txt") == "Acorda Therapeutics, Inc."
+    assert financial_name("2024-BLUE DOLPHIN ENERGY CO-n.txt") == "BLUE DOLPHIN ENERGY CO"
+    assert financial_name("2022-aqb-20211231x10k.txt") == "aqb-20211231x10k"
+
+
+def test_loong_documents_carry_loong_headers(data_dir: Path) -> None:
+    raw = _raw(data_dir / LOONG_FILE)
+    items = load_loong(data_dir)
+    assert len(items) == len(raw)
+    for row, item in zip(raw, items, strict=True):
+        assert item.metadata["level"] == row["level"]
+        assert item.metadata["prompt_template"] == row["prompt_template"]
+        assert row["instruction"] in item.query and row["question"] in item.query
+        assert len(item.documents) == len(set(row["doc"]))  # listed twice, read once
+        for name, document in zip(dict.fromkeys(row["doc"]), item.documents, strict=True):
+            path = data_dir / "loong" / "doc" / row["type"] / document.id
+            body = path.read_text(encoding="utf-8").removeprefix("\ufeff")
+            header, text = document.text.split("\n", 1)
+            assert text == body
+            if row["type"] == "financial":
+                assert header == f"《{name}》"
+                assert financial_name(document.id) == name
+            else:
+                assert document.id == name
+                first = next(line for line in body.splitlines() if line.strip())
+                assert header == first.strip("# ") and header
+
+
+def test_loong_prefers_one_report_when_a_name_is_ambiguous(data_dir: Path) -> None:
+    items = [i for i in load_loong(data_dir) if "ambiguous_docs" in i.metadata]
+    assert items  # BLUE DOLPHIN and GRANT PARK have -j and -n reports
+    for item in items:
+        for name, candidates in item.metadata["ambiguous_docs"].items():
+            chosen = next(d.id for d in item.documents if financial_name(d.id) == name)
+            assert chosen == candidates[0]
