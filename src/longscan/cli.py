@@ -25,6 +25,23 @@ console = Console()
 errors = Console(stderr=True)
 
 CONTEXT_CHARS = 160
+# The terminal shows these (where they apply); the JSON and markdown files hold every measure.
+SUMMARY_MEASURES = (
+    "hit@100",
+    "hit@300",
+    "SR@300",
+    "FR@100",
+    "FR@300",
+    "FR@1000",
+    "ahit@300",
+    "ahit@1000",
+    "R@10",
+    "R@50",
+    "nDCG@10",
+    "docSR@10",
+    "docR@1",
+    "docFR@10",
+)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -97,6 +114,59 @@ def ask(
             highlight=False,
         )
         console.print(_highlighted(texts[item.doc_id], item.start, item.end, context))
+
+
+@app.command(name="eval")
+def evaluate_command(
+    benchmark: Annotated[
+        str, typer.Option("--benchmark", "-b", help="Benchmark name (see `longscan benchmarks`).")
+    ],
+    retriever: Annotated[
+        list[str],
+        typer.Option("--retriever", "-r", help="Retriever name; repeat to compare several."),
+    ],
+    split: Annotated[str, typer.Option(help="dev or train.")] = "dev",
+    target_words: Annotated[
+        int, typer.Option(min=100, help="Words per built long document.")
+    ] = 20_000,
+    max_items: Annotated[int | None, typer.Option(min=1, help="Items to evaluate.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the long-document builder.")] = 0,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for the JSON, markdown and plot.")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Evaluate retrievers on a benchmark: budgeted, sentence-level and document-level metrics."""
+    _setup_logging(verbose)
+    from longscan.bench.runner import run_benchmark
+    from longscan.evaluation.report import comparison_table
+
+    try:
+        run = run_benchmark(
+            benchmark,
+            retriever,
+            split=split,
+            target_words=target_words,
+            max_items=max_items,
+            seed=seed,
+            out_dir=out,
+        )
+    except (ValueError, FileNotFoundError) as error:
+        raise _fail(str(error)) from None
+    scored = {name for result in run.results for name in result.overall}
+    shown = [name for name in SUMMARY_MEASURES if name in scored]
+    console.print(comparison_table(run.results, shown, title=f"{benchmark} ({split})"))
+    for path in run.files:
+        console.print(f"wrote {path}", highlight=False)
+
+
+@app.command()
+def benchmarks() -> None:
+    """List the benchmark names that `eval` accepts."""
+    from longscan.bench.builders import BENCHMARKS
+
+    for name, description in BENCHMARKS.items():
+        typer.echo(f"{name}\t{description}")
 
 
 @app.command()

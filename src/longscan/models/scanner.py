@@ -497,22 +497,31 @@ class ScannerModel(nn.Module):
         n_layers = self.config.n_layers
         args = (sentences, query, features, mask, window)
 
+        bidirectional = self.config.bidirectional
+        if seqlen == 0:
+            logits = sentences.new_zeros(b, 0)
+            new_state = None if bidirectional else (state or self.allocate_state(b))
+            return ScannerOutput(logits=logits, state=new_state)
+
         # 1-3. Interaction embedding, query step (only at the start of a document), causal
-        # stack; block by block.
+        # stack, block by block. A causal model scores each block at once (5.); a
+        # bidirectional one keeps the top hidden vectors, (b, l, d_model), for the merge.
         fresh = state is None or state.n_steps == 0
         states = [None] * n_layers if state is None else list(state.layers)
-        parts = [h for _, _, h in self._windows(self.layers, *args, states, fresh)]
-        hidden = torch.cat(parts, dim=1) if parts else sentences.new_zeros(b, 0, 1)
-        n_steps = (0 if state is None else state.n_steps) + seqlen + int(fresh and seqlen > 0)
-        new_state = ScannerState(layers=states, n_steps=n_steps)  # (b, l, d_model) hidden
+        parts = [
+            h if bidirectional else self._logits(h)
+            for _, _, h in self._windows(self.layers, *args, states, fresh)
+        ]
+        n_steps = (0 if state is None else state.n_steps) + seqlen + int(fresh)
+        new_state = ScannerState(layers=states, n_steps=n_steps)
 
-        if not self.config.bidirectional or seqlen == 0:
-            # 5. Final norm and head.
-            logits = self._logits(hidden) if parts else sentences.new_zeros(b, 0)  # (b, l)
+        if not bidirectional:
+            logits = torch.cat(parts, dim=1)  # (b, l)
         else:
             # 4. Reverse stack over [q; s_len..s_1; padding] with its own state; each window is
             # merged with the forward states of the same sentences, then 5. norm and head.
             new_state = None
+            hidden = torch.cat(parts, dim=1)  # (b, l, d_model)
             rev = reverse_index(mask, b, seqlen, sentences.device)  # (b, l), an involution
             rev_states: list[MixerState | None] = [None] * n_layers
             parts = []

@@ -12,9 +12,6 @@ import numpy as np
 from longscan.documents import Document
 from longscan.retrievers.base import Retriever, UnitKind, Units
 
-logging.getLogger("bm25s").setLevel(logging.WARNING)
-
-
 def _stemmer() -> Any:
     import Stemmer
 
@@ -44,6 +41,8 @@ class BM25Retriever(Retriever):
 
     def _tokenize(self, texts: list[str]) -> Any:
         import bm25s
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build
 
         return bm25s.tokenize(
             texts, stopwords="en", stemmer=self._stem, show_progress=False, return_ids=False

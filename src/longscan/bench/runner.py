@@ -1,0 +1,75 @@
+"""Run named retrievers on a named benchmark and write JSON, markdown and a plot.
+
+The CLI's ``longscan eval`` and the scripts in ``benchmarks/`` both call ``run_benchmark``, so
+a number in BENCHMARKS.md is reproduced by the command printed next to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from longscan.bench.builders import build_benchmark
+from longscan.bench.items import QAItem
+from longscan.evaluation import EvaluationResult, evaluate
+from longscan.evaluation.report import markdown_table, plot_by_length, write_json
+from longscan.retrievers import OracleRetriever, get_retriever
+from longscan.retrievers.base import Retriever
+
+
+@dataclass(frozen=True)
+class BenchmarkRun:
+    """What ``run_benchmark`` produced: the results and the files written."""
+
+    benchmark: str
+    results: list[EvaluationResult]
+    markdown: str
+    files: list[Path]
+
+
+def make_retriever(name: str, items: Sequence[QAItem]) -> Retriever:
+    """A retriever by name; ``oracle`` and ``oracle-chunk`` are built from the items' gold."""
+    if name in ("oracle", "oracle-sentence"):
+        return OracleRetriever(items, "sentence")
+    if name == "oracle-chunk":
+        return OracleRetriever(items, "chunk")
+    return get_retriever(name)
+
+
+def run_benchmark(
+    benchmark: str,
+    retrievers: Sequence[str],
+    *,
+    split: str = "dev",
+    target_words: int = 20_000,
+    max_items: int | None = None,
+    seed: int = 0,
+    out_dir: Path | None = None,
+    progress: bool = True,
+) -> BenchmarkRun:
+    """Build ``benchmark`` items and evaluate each retriever on exactly the same items."""
+    if not retrievers:
+        raise ValueError("name at least one retriever")
+    items = build_benchmark(
+        benchmark, split=split, target_words=target_words, max_items=max_items, seed=seed
+    )
+    if not items:
+        raise ValueError(f"{benchmark}: no items were built")
+    results = []
+    for name in retrievers:
+        retriever = make_retriever(name, items)
+        retriever.name = name  # progress bars and reports show the registry name
+        result = evaluate(retriever, items, progress=progress)
+        result.retriever = name
+        results.append(result)
+    markdown = markdown_table(results)
+    files: list[Path] = []
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stem = f"{benchmark}-{target_words // 1000}k"
+        files.append(write_json(results, out_dir / f"{stem}.json"))
+        (out_dir / f"{stem}.md").write_text(markdown + "\n")
+        files.append(out_dir / f"{stem}.md")
+        files.append(plot_by_length(results, out_dir / f"{stem}.png"))
+    return BenchmarkRun(benchmark, results, markdown, files)
