@@ -160,6 +160,53 @@ def evaluate_command(
         console.print(f"wrote {path}", highlight=False)
 
 
+@app.command(name="train")
+def train_command(
+    out: Annotated[Path, typer.Option(help="Checkpoint folder to write.")],
+    epochs: Annotated[int, typer.Option(min=1)] = 2,
+    max_per_source: Annotated[
+        int, typer.Option(min=1, help="Examples per (dataset, length, seed).")
+    ] = 400,
+    seeds: Annotated[str, typer.Option(help="Builder seeds, comma-separated.")] = "0,1,2",
+    bidirectional: Annotated[
+        bool, typer.Option("--bidirectional/--causal", help="Add the reversed pass.")
+    ] = True,
+    d_model: Annotated[int, typer.Option(min=8)] = 256,
+    layers: Annotated[int, typer.Option(min=1)] = 4,
+    lr: Annotated[float, typer.Option(min=0.0)] = 2e-3,
+    seed: Annotated[int, typer.Option()] = 0,
+    threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 2,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Train the scanner on the shared datasets' train splits and write a checkpoint."""
+    _setup_logging(verbose)
+    from longscan.models.config import ScannerConfig
+    from longscan.scanning.features import N_FEATURES
+    from longscan.training.args import TrainingArgs
+    from longscan.training.pipeline import run_training
+
+    try:
+        args = TrainingArgs(
+            model=ScannerConfig(
+                d_model=d_model,
+                n_layers=layers,
+                n_features=N_FEATURES,
+                bidirectional=bidirectional,
+            ),
+            seeds=tuple(int(s) for s in seeds.split(",")),
+            max_per_source=max_per_source,
+            epochs=epochs,
+            lr=lr,
+            seed=seed,
+            threads=threads,
+        )
+        report = run_training(args, out)
+    except (ValueError, FileNotFoundError) as error:
+        raise _fail(str(error)) from None
+    console.print_json(json.dumps({k: report[k] for k in ("dev_metrics", "seconds_total")}))
+    console.print(f"wrote {out}", highlight=False)
+
+
 @app.command()
 def benchmarks() -> None:
     """List the benchmark names that `eval` accepts."""

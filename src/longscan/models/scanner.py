@@ -315,6 +315,11 @@ class ScannerModel(nn.Module):
     cannot be continued that way (the reverse direction needs the end first); use
     :meth:`scan`, which takes the whole (small: 50k x 384 floats) array of sentence vectors
     and streams both directions window by window, each with its own state.
+
+    ``forward`` itself always runs in blocks of ``window`` steps (:data:`DEFAULT_WINDOW`)
+    carrying the state, so no intermediate tensor grows with ``l`` (large fresh allocations
+    make long sequences super-linearly slow on CPU); :meth:`scan` is ``forward`` under
+    ``no_grad``.
     """
 
     def __init__(self, config: ScannerConfig) -> None:

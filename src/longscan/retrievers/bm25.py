@@ -12,6 +12,7 @@ import numpy as np
 from longscan.documents import Document
 from longscan.retrievers.base import Retriever, UnitKind, Units
 
+
 def _stemmer() -> Any:
     import Stemmer
 

@@ -20,8 +20,24 @@ _FACTORIES: dict[str, Callable[[], Retriever]] = {
     "random": lambda: RandomRetriever("sentence"),
 }
 
+
+def _scanner() -> Retriever:
+    from longscan.retrievers.scanner import ScannerRetriever
+
+    return ScannerRetriever()
+
+
+def _scanner_sliding() -> Retriever:
+    from longscan.retrievers.scanner import ScannerRetriever
+    from longscan.scanning.scanner import Scanner
+
+    return ScannerRetriever(Scanner.from_pretrained(mode="sliding"))
+
+
 BASELINES = tuple(_FACTORIES)
-DEFAULT_RETRIEVER = "hybrid-sentence"
+_FACTORIES["scanner"] = _scanner
+_FACTORIES["scanner-sliding"] = _scanner_sliding
+DEFAULT_RETRIEVER = "scanner"
 
 
 def available() -> list[str]:

@@ -240,3 +240,21 @@ def test_config_rejects_bad_values(bad):
 def test_config_rejects_unknown_keys():
     with pytest.raises(ValueError):
         ScannerConfig.from_dict({"d_model": 32, "n_layer": 2})
+
+
+def test_windowed_gradients_equal_one_block(model):
+    sentences, query, features = make_doc(length=37)
+    grads = []
+    for window in (5, 1024):
+        model.zero_grad()
+        model(sentences, query, features, window=window).logits.square().sum().backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
+    for name, g in grads[0].items():
+        assert torch.allclose(g, grads[1][name], rtol=1e-3, atol=1e-5), name
+
+
+def test_empty_document(model):
+    sentences, query, features = make_doc(length=0)
+    out = model(sentences, query, features)
+    assert out.logits.shape == (2, 0)
+    assert model.scan(sentences, query, features).shape == (2, 0)

@@ -1,0 +1,138 @@
+"""Scanner checkpoints: a directory with ``config.json`` and ``model.safetensors``.
+
+Weights load only from safetensors (never by unpickling). The config records the package
+version, the encoder and feature set the weights were trained with, and the SHA-256 of the
+weights file; loading checks all of them, so a corrupt, truncated or mismatched checkpoint
+fails with a message instead of scoring garbage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from longscan import __version__
+from longscan.models.config import ScannerConfig
+from longscan.models.scanner import ScannerModel
+from longscan.scanning.features import FEATURE_NAMES
+
+FORMAT = "longscan-scanner"
+FORMAT_VERSION = 1
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+DEFAULT_CHECKPOINT = "scanner-minilm"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message says which file and why."""
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """What a checkpoint says about itself besides the weights."""
+
+    config: ScannerConfig
+    encoder: str
+    features: tuple[str, ...]
+    metadata: dict[str, Any]
+
+
+def default_checkpoint_dir() -> Path:
+    """The checkpoint shipped inside the package."""
+    return Path(str(resources.files("longscan") / "checkpoints" / DEFAULT_CHECKPOINT))
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def save_checkpoint(
+    model: ScannerModel, directory: Path, encoder: str, metadata: dict[str, Any] | None = None
+) -> Path:
+    """Write weights, then the config that vouches for them (with their hash)."""
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True, exist_ok=True)
+    weights = directory / WEIGHTS_FILE
+    state = {name: tensor.detach().contiguous() for name, tensor in model.state_dict().items()}
+    save_file(state, str(weights), metadata={"format": FORMAT})
+    config = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "longscan_version": __version__,
+        "model": model.config.to_dict(),
+        "encoder": encoder,
+        "features": list(FEATURE_NAMES),
+        "weights_sha256": file_sha256(weights),
+        "metadata": metadata or {},
+    }
+    (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
+    return directory
+
+
+def read_info(directory: Path) -> tuple[CheckpointInfo, dict[str, Any]]:
+    config_path = directory / CONFIG_FILE
+    if not config_path.is_file():
+        raise CheckpointError(f"{directory}: not a scanner checkpoint (no {CONFIG_FILE})")
+    try:
+        raw = json.loads(config_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{config_path}: corrupt config ({error})") from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise CheckpointError(f"{config_path}: not a {FORMAT} config")
+    if raw.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(
+            f"{config_path}: format version {raw.get('format_version')} is not supported "
+            f"(this longscan reads version {FORMAT_VERSION})"
+        )
+    features = tuple(raw.get("features", ()))
+    if features != FEATURE_NAMES:
+        raise CheckpointError(
+            f"{config_path}: trained with features {features}, this longscan computes "
+            f"{FEATURE_NAMES}"
+        )
+    try:
+        config = ScannerConfig.from_dict(raw["model"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{config_path}: invalid model config ({error})") from None
+    info = CheckpointInfo(config, str(raw.get("encoder", "")), features, raw.get("metadata", {}))
+    return info, raw
+
+
+def load_checkpoint(directory: Path | None = None) -> tuple[ScannerModel, CheckpointInfo]:
+    """Load a checkpoint after checking its config and the hash of its weights.
+
+    Raises:
+        CheckpointError: missing files, corrupt config or weights, hash or shape mismatch.
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    directory = Path(directory) if directory is not None else default_checkpoint_dir()
+    info, raw = read_info(directory)
+    weights = directory / WEIGHTS_FILE
+    if not weights.is_file():
+        raise CheckpointError(f"{directory}: missing {WEIGHTS_FILE}")
+    if file_sha256(weights) != raw.get("weights_sha256"):
+        raise CheckpointError(
+            f"{weights}: SHA-256 does not match {CONFIG_FILE}; the file is corrupt or was replaced"
+        )
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError) as error:
+        raise CheckpointError(f"{weights}: unreadable safetensors ({error})") from None
+    model = ScannerModel(info.config)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as error:
+        raise CheckpointError(f"{weights}: weights do not fit the config ({error})") from None
+    model.eval()
+    return model, info

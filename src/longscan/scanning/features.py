@@ -1,0 +1,117 @@
+"""Per-sentence features the scanner reads beside the sentence vectors.
+
+Dense vectors blur exact names and numbers, which decide many questions; these features give
+the scanner the lexical signal (BM25 and query-term coverage) and the document structure
+(paragraph starts and positions) at every step, computed in milliseconds per query.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from longscan.documents import Document
+
+FEATURE_NAMES = (
+    "bm25_over_max",  # BM25 score / the document's best score
+    "bm25_rank",  # 1 - log(rank) / log(n): rank-based, robust to score scale
+    "query_coverage",  # share of the query's content terms in the sentence
+    "paragraph_start",  # 1 on a paragraph's first sentence
+    "paragraph_position",  # index in the paragraph / paragraph length
+    "log_words",  # log(1 + words) / 5
+)
+N_FEATURES = len(FEATURE_NAMES)
+
+
+class _DocumentIndex:
+    """The BM25 index and per-sentence term sets of one document."""
+
+    def __init__(self, bm25: Any, terms: list[frozenset[str]], structure: np.ndarray) -> None:
+        self.bm25 = bm25
+        self.terms = terms
+        self.structure = structure
+
+
+class LexicalFeatures:
+    """Computes ``(n_sentences, N_FEATURES)`` features; per-document indexes are cached."""
+
+    def __init__(self, max_cached: int = 64) -> None:
+        import Stemmer
+
+        self._stemmer = Stemmer.Stemmer("english")
+        self._indexes: OrderedDict[str, _DocumentIndex] = OrderedDict()
+        self.max_cached = max_cached
+
+    def _tokenize(self, texts: list[str]) -> list[list[str]]:
+        import bm25s
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        return bm25s.tokenize(
+            texts, stopwords="en", stemmer=self._stemmer, show_progress=False, return_ids=False
+        )
+
+    def _index(self, documents: Sequence[Document]) -> _DocumentIndex:
+        key = "\x1f".join(document.content_hash for document in documents)
+        if key in self._indexes:
+            self._indexes.move_to_end(key)
+            return self._indexes[key]
+        import bm25s
+
+        texts = [text for document in documents for text in document.sentence_texts()]
+        tokens = self._tokenize(texts)
+        bm25 = bm25s.BM25()
+        bm25.index(tokens, show_progress=False)
+        structure = np.concatenate([structure_features(d) for d in documents])
+        index = _DocumentIndex(bm25, [frozenset(t) for t in tokens], structure)
+        self._indexes[key] = index
+        while len(self._indexes) > self.max_cached:
+            self._indexes.popitem(last=False)
+        return index
+
+    def compute(self, query: str, documents: Sequence[Document]) -> np.ndarray:
+        """Features of every sentence of ``documents`` (read as one sequence), float32.
+
+        BM25 statistics are those of the whole sequence, as the scanner reads it.
+        """
+        n = sum(len(document.sentences) for document in documents)
+        features = np.zeros((n, N_FEATURES), dtype=np.float32)
+        if n == 0:
+            return features
+        index = self._index(documents)
+        features[:, 3:] = index.structure
+        query_terms = list(dict.fromkeys(self._tokenize([query])[0]))
+        known = [t for t in query_terms if t in index.bm25.vocab_dict]
+        if known:
+            scores = np.asarray(index.bm25.get_scores(known), dtype=np.float64)
+            best = scores.max()
+            if best > 0:
+                features[:, 0] = scores / best
+                order = np.argsort(-scores, kind="stable")
+                ranks = np.empty(n)
+                ranks[order] = np.arange(1, n + 1)
+                features[:, 1] = np.where(scores > 0, 1 - np.log(ranks) / np.log(n + 1), 0)
+        if query_terms:
+            wanted = set(query_terms)
+            features[:, 2] = [len(wanted & terms) / len(wanted) for terms in index.terms]
+        return features
+
+
+def structure_features(document: Document) -> np.ndarray:
+    """``(n, 3)``: paragraph start, position in paragraph, log length; query-independent."""
+    owner = document.sentence_paragraph
+    n = len(owner)
+    result = np.zeros((n, 3), dtype=np.float32)
+    if n == 0:
+        return result
+    starts = np.r_[True, owner[1:] != owner[:-1]]
+    first_of_run = np.maximum.accumulate(np.where(starts, np.arange(n), 0))
+    counts = np.bincount(owner)[owner]
+    result[:, 0] = starts
+    result[:, 1] = (np.arange(n) - first_of_run) / np.maximum(counts, 1)
+    words = np.array([len(t.split()) for t in document.sentence_texts()])
+    result[:, 2] = np.log1p(words) / 5
+    return result

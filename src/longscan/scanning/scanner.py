@@ -1,0 +1,147 @@
+"""The single-pass scanner: encode sentences once, then score them all for a query.
+
+Query-independent work (contextual sentence vectors) is cached per document on disk; a query
+then costs one query encoding, cached BM25 features and one linear scan. The scan streams the
+state-space model window by window, so memory does not grow with the document (no 120k cap),
+or reproduces the paper's sliding-window mode for comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+
+from longscan.documents import Document
+from longscan.encoders.cache import EmbeddingCache, default_cache_dir
+from longscan.encoders.contextual import ContextualSentenceEncoder
+from longscan.encoders.minilm import get_encoder
+from longscan.models.scanner import ScannerModel
+from longscan.scanning.checkpoint import CheckpointInfo, load_checkpoint
+from longscan.scanning.features import LexicalFeatures
+
+ScanMode = Literal["stream", "sliding"]
+TOKENS_PER_WORD = 1.3  # MiniLM word-piece tokens per white-space word, on English prose
+
+
+@dataclass(frozen=True)
+class SlidingWindow:
+    """The paper's long-document mode: windows of ``window`` tokens every ``stride`` tokens.
+
+    A sentence read by two windows gets the mean of its logits.
+    """
+
+    window_tokens: int = 120_000
+    stride_tokens: int = 60_000
+
+    def __post_init__(self) -> None:
+        if not 0 < self.stride_tokens <= self.window_tokens:
+            raise ValueError("need 0 < stride_tokens <= window_tokens")
+
+    def windows(self, sentence_tokens: np.ndarray) -> list[tuple[int, int]]:
+        """``[start, stop)`` sentence ranges covering every sentence at least once."""
+        ends = np.cumsum(sentence_tokens)
+        starts = ends - sentence_tokens
+        total = float(ends[-1]) if len(ends) else 0.0
+        ranges = []
+        offset = 0.0
+        while True:
+            first = int(np.searchsorted(starts, offset, side="left"))
+            stop = int(np.searchsorted(starts, offset + self.window_tokens, side="left"))
+            ranges.append((first, max(stop, first + 1)))
+            if offset + self.window_tokens >= total:
+                return ranges
+            offset += self.stride_tokens
+
+
+class Scanner:
+    """Scores every sentence of a document (or a collection read in order) for a query.
+
+    Args:
+        model: The trained scan network.
+        info: What the checkpoint says about the encoder and features.
+        cache: Per-document sentence-vector cache (default: on disk).
+        mode: ``"stream"`` (carry the state across windows; any length, constant memory) or
+            ``"sliding"`` (the paper's 120k/60k-token windows, logits averaged).
+        sliding: Window and stride for ``"sliding"``.
+        window_sentences: Sentences per streamed block (bounds activation memory).
+    """
+
+    def __init__(
+        self,
+        model: ScannerModel,
+        info: CheckpointInfo,
+        cache: EmbeddingCache | None = None,
+        mode: ScanMode = "stream",
+        sliding: SlidingWindow | None = None,
+        window_sentences: int = 1024,
+    ) -> None:
+        if mode not in ("stream", "sliding"):
+            raise ValueError(f"unknown scan mode {mode!r}; use 'stream' or 'sliding'")
+        self.model = model.eval()
+        self.info = info
+        self.cache = cache or EmbeddingCache(default_cache_dir() / "sentences")
+        self.mode = mode
+        self.sliding = sliding or SlidingWindow()
+        self.window_sentences = window_sentences
+        self.encoder = ContextualSentenceEncoder(get_encoder(info.encoder.split("/")[0]))
+        if self.encoder.name != info.encoder:
+            raise ValueError(
+                f"the checkpoint was trained on {info.encoder!r} vectors, "
+                f"this scanner makes {self.encoder.name!r}"
+            )
+        self.features = LexicalFeatures()
+
+    @classmethod
+    def from_pretrained(cls, directory: Path | None = None, **kwargs: object) -> Scanner:
+        """Load the shipped checkpoint (or the one in ``directory``)."""
+        model, info = load_checkpoint(directory)
+        return cls(model, info, **kwargs)  # type: ignore[arg-type]
+
+    def sentence_vectors(self, document: Document, progress: bool = False) -> np.ndarray:
+        """``(n_sentences, d)`` contextual vectors, encoded once per document text."""
+        key = self.encoder.cache_key(document)
+        vectors = self.cache.get(key)
+        if vectors is None:
+            vectors = self.encoder.encode_document(document, progress=progress)
+            self.cache.put(key, vectors)
+        return vectors
+
+    def query_vector(self, query: str) -> np.ndarray:
+        return self.encoder.encoder.encode([query])[0]
+
+    def score(
+        self, query: str, documents: Sequence[Document], progress: bool = False
+    ) -> np.ndarray:
+        """Logits ``(total sentences,)`` for the documents read one after another."""
+        parts = [self.sentence_vectors(document, progress) for document in documents]
+        vectors = np.concatenate(parts) if parts else np.zeros((0, self.encoder.dim), np.float32)
+        if len(vectors) == 0:
+            return np.zeros(0)
+        features = self.features.compute(query, documents)
+        query_vector = self.query_vector(query)
+        if self.mode == "stream":
+            return self._scan(vectors, query_vector, features)
+        tokens = np.concatenate(
+            [np.diff(d.sentences, axis=1)[:, 0] / 4.5 * TOKENS_PER_WORD for d in documents]
+        )
+        total = np.zeros(len(vectors))
+        seen = np.zeros(len(vectors))
+        for start, stop in self.sliding.windows(np.maximum(tokens, 1.0)):
+            total[start:stop] += self._scan(vectors[start:stop], query_vector, features[start:stop])
+            seen[start:stop] += 1
+        return total / seen
+
+    @torch.inference_mode()
+    def _scan(self, vectors: np.ndarray, query: np.ndarray, features: np.ndarray) -> np.ndarray:
+        logits = self.model.scan(
+            torch.from_numpy(vectors)[None],
+            torch.from_numpy(query)[None],
+            torch.from_numpy(features)[None] if self.model.config.n_features else None,
+            window=self.window_sentences,
+        )
+        return logits[0].double().numpy()

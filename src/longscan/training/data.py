@@ -1,0 +1,223 @@
+"""Training examples for the scanner, built from the benchmark builders' train splits.
+
+Each example is a long document (≈2k/5k/10k tokens) with a question and a 0/1 label per
+sentence (the sentence overlaps a gold span). The frozen encoder's sentence vectors are
+computed once per paragraph and reused wherever the paragraph appears again, and lexical
+features once per (question, document); training then touches only small tensors.
+
+Decontamination follows the paper: a training document is dropped when more than 1% of its
+sentences also occur (after normalisation) in any development or benchmark document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from longscan.bench.builders import (
+    build_benchmark,
+    build_multihop,
+    build_squad_long,
+    multihop_questions,
+    squad_articles,
+)
+from longscan.bench.items import QAItem
+from longscan.documents import Document
+from longscan.encoders.contextual import ContextualSentenceEncoder
+from longscan.evaluation.gold import gold_unit_labels
+from longscan.scanning.features import LexicalFeatures
+from longscan.segment import segment
+
+logger = logging.getLogger(__name__)
+
+EVALUATION_ONLY = ("leval-coursera", "leval-financial", "loong")
+_SPACES = re.compile(r"\s+")
+
+
+def normalize_sentence(text: str) -> str:
+    return _SPACES.sub(" ", text).strip().lower()
+
+
+def sentence_fingerprints(texts: Iterable[str]) -> set[bytes]:
+    """Short hashes of normalised sentences (exact match after normalisation)."""
+    return {hashlib.blake2b(normalize_sentence(t).encode(), digest_size=12).digest() for t in texts}
+
+
+def _sentences_of(text: str) -> list[str]:
+    spans, _, _ = segment(text)
+    return [text[s:e] for s, e in spans.tolist()]
+
+
+def evaluation_fingerprints(data_dir: str | None = None) -> set[bytes]:
+    """Sentences of every development and benchmark document, for decontamination."""
+    texts: list[str] = []
+    for article in squad_articles("dev", data_dir=data_dir):
+        for paragraph in article.paragraphs:
+            texts.extend(_sentences_of(paragraph.context))
+    for dataset in ("hotpotqa", "musique"):
+        for question in multihop_questions(dataset, "dev", data_dir=data_dir):
+            for paragraph in question.paragraphs:
+                texts.extend(_sentences_of(paragraph.text))
+    for name in EVALUATION_ONLY:
+        for item in build_benchmark(name, data_dir=data_dir):
+            for document in item.documents:
+                texts.extend(document.sentence_texts())
+    return sentence_fingerprints(texts)
+
+
+def contamination(document: Document, fingerprints: set[bytes]) -> float:
+    """Share of the document's sentences found in ``fingerprints``."""
+    sentences = document.sentence_texts()
+    if not sentences:
+        return 0.0
+    own = [sentence_fingerprints([s]).pop() for s in sentences]
+    return sum(f in fingerprints for f in own) / len(own)
+
+
+def source_items(
+    dataset: str, split: str, words: int, seed: int, limit: int, data_dir: str | None = None
+) -> list[QAItem]:
+    """Items of one training source at one length (a fresh distractor mix per seed)."""
+    if dataset == "squad":
+        return build_squad_long(split, words, max_items=limit, seed=seed, data_dir=data_dir)
+    items = build_multihop(dataset, split, words, max_items=None, seed=seed, data_dir=data_dir)
+    return items[:limit]
+
+
+@dataclass
+class TrainingSet:
+    """Examples as tensors: documents hold vectors; examples point at a document.
+
+    Attributes:
+        vectors: Per document ``(n_i, d)`` float32 sentence vectors.
+        queries: ``(m, d)`` query vectors.
+        features: Per example ``(n_doc, n_features)`` float32.
+        labels: Per example ``(n_doc,)`` float32 0/1.
+        document_of: ``(m,)`` document index of each example.
+        sources: Per example "dataset/words".
+        manifest: What was built, kept, dropped (saved beside the weights).
+    """
+
+    vectors: list[torch.Tensor]
+    queries: torch.Tensor
+    features: list[torch.Tensor]
+    labels: list[torch.Tensor]
+    document_of: list[int]
+    sources: list[str]
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.document_of)
+
+    def lengths(self) -> np.ndarray:
+        return np.array([len(self.labels[i]) for i in range(len(self))])
+
+
+def build_training_set(
+    encoder: ContextualSentenceEncoder,
+    split: str,
+    datasets: Sequence[str],
+    lengths_words: Sequence[int],
+    seeds: Sequence[int],
+    max_per_source: int,
+    fingerprints: set[bytes] | None = None,
+    threshold: float = 0.01,
+    data_dir: str | None = None,
+    progress: bool = True,
+) -> TrainingSet:
+    """Build, decontaminate, label and encode examples of ``split``."""
+    features = LexicalFeatures(max_cached=4)
+    documents: dict[str, int] = {}
+    doc_list: list[Document] = []
+    examples: list[tuple[str, int, np.ndarray, str, np.ndarray]] = []
+    manifest: dict[str, Any] = {"split": split, "sources": {}, "dropped_contaminated": 0}
+    combos = [(d, w, s) for d in datasets for w in lengths_words for s in seeds]
+    for dataset, words, seed in tqdm(
+        combos, desc=f"building {split} examples", disable=not progress
+    ):
+        items = source_items(dataset, split, words, seed, max_per_source, data_dir)
+        kept = dropped = 0
+        for item in items:
+            (document,) = item.documents
+            if document.content_hash not in documents:
+                if fingerprints is not None and contamination(document, fingerprints) > threshold:
+                    dropped += 1
+                    continue
+                documents[document.content_hash] = len(doc_list)
+                doc_list.append(document)
+            labels = gold_unit_labels(item)[document.id].astype(np.float32)
+            if labels.sum() == 0:  # gold fell outside every sentence: nothing to learn
+                continue
+            lexical = features.compute(item.query, [document])
+            examples.append(
+                (
+                    item.query,
+                    documents[document.content_hash],
+                    labels,
+                    f"{dataset}/{words}",
+                    lexical,
+                )
+            )
+            kept += 1
+        manifest["sources"][f"{dataset}/{words}/seed{seed}"] = {"kept": kept, "dropped": dropped}
+        manifest["dropped_contaminated"] += dropped
+    vectors = [
+        torch.from_numpy(encoder.encode_document(document))
+        for document in tqdm(doc_list, desc=f"encoding {split} documents", disable=not progress)
+    ]
+    queries = torch.from_numpy(encoder.encoder.encode([e[0] for e in examples], batch_size=128))
+    manifest.update(
+        examples=len(examples),
+        documents=len(doc_list),
+        sentences=int(sum(len(v) for v in vectors)),
+        positive_rate=float(
+            sum(e[2].sum() for e in examples) / max(sum(len(e[2]) for e in examples), 1)
+        ),
+    )
+    return TrainingSet(
+        vectors=vectors,
+        queries=queries,
+        features=[torch.from_numpy(e[4]) for e in examples],
+        labels=[torch.from_numpy(e[2]) for e in examples],
+        document_of=[e[1] for e in examples],
+        sources=[e[3] for e in examples],
+        manifest=manifest,
+    )
+
+
+def batches(
+    data: TrainingSet, batch_size: int, generator: torch.Generator, shuffle: bool = True
+) -> Iterable[tuple[torch.Tensor, ...]]:
+    """Padded batches of similar length: ``(sentences, query, features, labels, mask)``."""
+    order = np.argsort(data.lengths(), kind="stable")
+    groups = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if shuffle:
+        permutation = torch.randperm(len(groups), generator=generator).tolist()
+        groups = [groups[i] for i in permutation]
+    for group in groups:
+        yield collate(data, group.tolist())
+
+
+def collate(data: TrainingSet, indices: Sequence[int]) -> tuple[torch.Tensor, ...]:
+    longest = max(len(data.labels[i]) for i in indices)
+    dim = data.queries.size(1)
+    n_features = data.features[indices[0]].size(1)
+    sentences = torch.zeros(len(indices), longest, dim)
+    features = torch.zeros(len(indices), longest, n_features)
+    labels = torch.zeros(len(indices), longest)
+    mask = torch.zeros(len(indices), longest, dtype=torch.bool)
+    for row, i in enumerate(indices):
+        n = len(data.labels[i])
+        sentences[row, :n] = data.vectors[data.document_of[i]]
+        features[row, :n] = data.features[i]
+        labels[row, :n] = data.labels[i]
+        mask[row, :n] = True
+    return sentences, data.queries[list(indices)], features, labels, mask

@@ -1,0 +1,74 @@
+"""``longscan train`` end to end: data → decontamination → training → checkpoint + card."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from longscan import __version__
+from longscan.encoders.contextual import ContextualSentenceEncoder
+from longscan.encoders.minilm import get_encoder
+from longscan.scanning.checkpoint import save_checkpoint
+from longscan.training.args import TrainingArgs
+from longscan.training.data import build_training_set, evaluation_fingerprints
+from longscan.training.trainer import train
+
+DEV_EXAMPLES_PER_SOURCE = 60
+
+
+def run_training(
+    args: TrainingArgs, out_dir: Path, data_dir: str | None = None, progress: bool = True
+) -> dict[str, Any]:
+    """Build the data, train, and write a checkpoint with its model card and manifest."""
+    started = time.perf_counter()
+    torch.set_num_threads(args.threads)
+    encoder = ContextualSentenceEncoder(get_encoder(), paragraph_cache_size=500_000)
+    fingerprints = evaluation_fingerprints(data_dir)
+    train_set = build_training_set(
+        encoder,
+        "train",
+        args.datasets,
+        args.lengths_words,
+        args.seeds,
+        args.max_per_source,
+        fingerprints,
+        args.decontamination_threshold,
+        data_dir,
+        progress,
+    )
+    dev_set = build_training_set(
+        encoder,
+        "dev",
+        args.datasets,
+        args.lengths_words,
+        (0,),
+        DEV_EXAMPLES_PER_SOURCE,
+        None,
+        args.decontamination_threshold,
+        data_dir,
+        progress,
+    )
+    data_seconds = time.perf_counter() - started
+    model, history = train(args, train_set, dev_set, progress)
+    report = {
+        "longscan_version": __version__,
+        "args": args.to_dict(),
+        "train_manifest": train_set.manifest,
+        "dev_manifest": dev_set.manifest,
+        "dev_metrics": history["dev"],
+        "optimizer_steps": history["optimizer_steps"],
+        "final_train_loss": sum(history["loss"][-50:]) / max(len(history["loss"][-50:]), 1),
+        "seconds_data": round(data_seconds, 1),
+        "seconds_training": round(history["seconds"], 1),
+        "seconds_total": round(time.perf_counter() - started, 1),
+        "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
+    }
+    save_checkpoint(model, out_dir, encoder.name, metadata={"seed": args.seed})
+    (out_dir / "training.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out_dir / "loss.json").write_text(json.dumps(history["loss"]) + "\n")
+    return report
