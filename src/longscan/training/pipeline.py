@@ -18,7 +18,7 @@ from longscan.training.args import TrainingArgs
 from longscan.training.data import build_training_set, evaluation_fingerprints
 from longscan.training.trainer import train
 
-DEV_EXAMPLES_PER_SOURCE = 60
+DEV_EXAMPLES_PER_SOURCE = 30
 
 
 def run_training(

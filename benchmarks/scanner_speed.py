@@ -1,0 +1,130 @@
+"""Scanner speed and memory against the dense-sentence baseline, measured in one run.
+
+    python benchmarks/scanner_speed.py [--data-dir ../shared/data] [--threads 2]
+
+Builds documents of 100k, 400k and 1M tokens from the Loong corpus (real financial reports
+and papers; tokens = MiniLM word pieces), then measures in fresh subprocesses (so peak RSS
+and caches are per measurement): dense-sentence first query; scanner first scan (cold
+cache), re-query (warm cache), stream vs sliding; peak RSS of streaming.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CHILD = r"""
+import json, os, resource, sys, time
+import torch
+torch.set_num_threads(int(os.environ["THREADS"]))
+from longscan.documents import Document
+from longscan.retrievers import get_retriever
+from longscan.retrievers.scanner import ScannerRetriever
+from longscan.scanning.scanner import Scanner
+text = open(os.environ["DOC"], encoding="utf-8").read()
+document = Document("doc", text)
+query = "What was the total revenue reported for the fiscal year?"
+kind = os.environ["KIND"]
+document.sentences  # segmentation is shared by every retriever; timed separately
+if kind == "dense":
+    retriever = get_retriever("dense-sentence")
+    retriever.encoder  # load the model outside the timing, as a server would
+else:
+    retriever = ScannerRetriever(Scanner.from_pretrained(mode=os.environ.get("MODE", "stream")))
+    retriever.scanner.encoder.encoder
+started = time.perf_counter()
+retriever.retrieve(query, [document], top_k=50)
+first = time.perf_counter() - started
+started = time.perf_counter()
+retriever.retrieve("Who is the chief executive officer?", [document], top_k=50)
+again = time.perf_counter() - started
+print(json.dumps({"first": first, "requery": again, "sentences": len(document.sentences),
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def corpus_text(data_dir: Path, tokens: int) -> str:
+    from longscan.encoders import get_encoder
+
+    tokenizer = get_encoder().model.tokenizer
+    pieces, count = [], 0
+    files = sorted((data_dir / "corpus" / "loong-docs" / "financial").glob("*.txt"))
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for paragraph in text.split("\n\n"):
+            count += len(tokenizer(paragraph, add_special_tokens=False)["input_ids"])
+            pieces.append(paragraph)
+            if count >= tokens:
+                return "\n\n".join(pieces)
+    raise ValueError(f"the corpus holds fewer than {tokens:,} tokens")
+
+
+def measure(doc: Path, kind: str, threads: int, mode: str = "stream") -> dict:
+    with tempfile.TemporaryDirectory() as cache:
+        env = {
+            "DOC": str(doc),
+            "KIND": kind,
+            "THREADS": str(threads),
+            "MODE": mode,
+            "LONGSCAN_CACHE_DIR": cache,
+            "HF_HUB_OFFLINE": "1",
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(Path.home()),
+            "MALLOC_ARENA_MAX": "2",
+        }
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True
+        )
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--sizes", default="100000,400000,1000000")
+    args = parser.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for size in (int(s) for s in args.sizes.split(",")):
+            doc = Path(folder) / f"doc{size}.txt"
+            doc.write_text(corpus_text(args.data_dir, size), encoding="utf-8")
+            row = {"scanner": measure(doc, "scanner", args.threads)}
+            if size <= 100_000:
+                row["dense"] = measure(doc, "dense", args.threads)
+                row["sliding"] = measure(doc, "scanner", args.threads, "sliding")
+            results[size] = row
+            print(size, json.dumps(row), flush=True)
+    base = results[min(results)]
+    print("\n| tokens | retriever | first query (s) | tokens/s | re-query (s) | peak RSS (MB) |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for size, row in results.items():
+        for name, r in row.items():
+            print(
+                f"| {size:,} | {name} | {r['first']:.2f} | {size / r['first']:,.0f} "
+                f"| {r['requery']:.3f} | {r['rss_mb']:.0f} |"
+            )
+    s100 = base["scanner"]
+    print(
+        f"\nscanner first scan / dense-sentence: {s100['first'] / base['dense']['first']:.2f}"
+        f" (bar <= 1.2)"
+    )
+    print(f"re-query / first scan: {s100['requery'] / s100['first']:.3%} (bar <= 5%)")
+    if 400_000 in results:
+        print(
+            f"time 400k / 100k: {results[400_000]['scanner']['first'] / s100['first']:.2f}"
+            " (bar <= 4.4)"
+        )
+    if 1_000_000 in results:
+        print(
+            f"peak RSS 1M / 100k: {results[1_000_000]['scanner']['rss_mb'] / s100['rss_mb']:.2f}"
+            " (bar <= 1.3)"
+        )
+
+
+if __name__ == "__main__":
+    main()

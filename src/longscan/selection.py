@@ -1,0 +1,91 @@
+"""Selection: turn a ranking into the evidence handed to a reader or an LLM.
+
+Top-k or a word budget, in score or document order, optionally widened to neighbouring
+sentences or the whole paragraph (merging hits that then overlap), always with exact offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+from longscan.documents import Document, Evidence
+
+Order = Literal["score", "document"]
+
+
+def select(
+    evidence: Sequence[Evidence],
+    documents: Sequence[Document],
+    *,
+    top_k: int | None = None,
+    budget_words: int | None = None,
+    neighbours: int = 0,
+    paragraph: bool = False,
+    order: Order = "score",
+) -> list[Evidence]:
+    """Select evidence from a ranking (best first).
+
+    Args:
+        evidence: Ranked units, best first.
+        documents: The documents the units come from (for expansion and text).
+        top_k: Keep at most this many hits (before expansion).
+        budget_words: Keep hits while their words fit this budget (after expansion).
+        neighbours: Widen each hit by this many sentences on each side (same paragraph).
+        paragraph: Widen each hit to its whole paragraph.
+        order: ``"score"`` (best first) or ``"document"`` (reading order, by document as
+            given, then offset), the order the paper feeds its generator.
+    """
+    if top_k is not None and top_k < 1:
+        raise ValueError("top_k must be positive")
+    if budget_words is not None and budget_words < 1:
+        raise ValueError("budget_words must be positive")
+    if neighbours < 0:
+        raise ValueError("neighbours must be >= 0")
+    if order not in ("score", "document"):
+        raise ValueError("order must be 'score' or 'document'")
+    by_id = {document.id: document for document in documents}
+    chosen: list[Evidence] = []
+    for hit in evidence[:top_k] if top_k is not None else evidence:
+        widened = _widen(hit, by_id[hit.doc_id], neighbours, paragraph)
+        merged = _merge_into(chosen, widened, by_id[hit.doc_id])
+        words = sum(len(e.text.split()) for e in merged)
+        if budget_words is not None and words > budget_words:
+            break
+        chosen = merged
+    if order == "document":
+        rank = {document.id: i for i, document in enumerate(documents)}
+        chosen.sort(key=lambda e: (rank[e.doc_id], e.start))
+    return chosen
+
+
+def _widen(hit: Evidence, document: Document, neighbours: int, paragraph: bool) -> Evidence:
+    if not paragraph and neighbours == 0:
+        return hit
+    sentences = document.sentences
+    owner = document.sentence_paragraph
+    index = int(np.searchsorted(sentences[:, 0], hit.start, side="right")) - 1
+    index = max(index, 0)
+    if paragraph:
+        start, end = (int(v) for v in document.paragraphs[owner[index]])
+    else:
+        same = np.flatnonzero(owner == owner[index])
+        first = max(index - neighbours, int(same[0]))
+        last = min(index + neighbours, int(same[-1]))
+        start, end = int(sentences[first, 0]), int(sentences[last, 1])
+    start, end = min(start, hit.start), max(end, hit.end)
+    return Evidence(hit.doc_id, start, end, document.text[start:end], hit.score, hit.unit)
+
+
+def _merge_into(chosen: list[Evidence], new: Evidence, document: Document) -> list[Evidence]:
+    """Add ``new``, merging it with any chosen span of the same document it overlaps."""
+    kept, start, end, score = [], new.start, new.end, new.score
+    for old in chosen:
+        if old.doc_id == new.doc_id and old.start < end and start < old.end:
+            start, end, score = min(start, old.start), max(end, old.end), max(score, old.score)
+        else:
+            kept.append(old)
+    merged = Evidence(new.doc_id, start, end, document.text[start:end], score, new.unit)
+    return [*kept, merged]

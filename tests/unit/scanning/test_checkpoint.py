@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from longscan.scanning import CheckpointError, load_checkpoint, save_checkpoint
+from longscan.scanning.checkpoint import CONFIG_FILE, WEIGHTS_FILE, default_checkpoint_dir
+
+
+def test_round_trip_gives_identical_logits(tiny_checkpoint: Path, make_tiny_model) -> None:
+    original = make_tiny_model()
+    loaded, info = load_checkpoint(tiny_checkpoint)
+    sentences, query = torch.randn(1, 23, 384), torch.randn(1, 384)
+    features = torch.rand(1, 23, original.config.n_features)
+    assert torch.equal(
+        original.scan(sentences, query, features), loaded.scan(sentences, query, features)
+    )
+    assert info.encoder == "all-MiniLM-L6-v2/ctx256"
+
+
+def test_corrupt_weights_are_refused(tiny_checkpoint: Path) -> None:
+    weights = tiny_checkpoint / WEIGHTS_FILE
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="SHA-256"):
+        load_checkpoint(tiny_checkpoint)
+
+
+def test_truncated_weights_with_matching_hash_are_refused(tiny_checkpoint: Path) -> None:
+    weights = tiny_checkpoint / WEIGHTS_FILE
+    weights.write_bytes(weights.read_bytes()[:100])
+    config = json.loads((tiny_checkpoint / CONFIG_FILE).read_text())
+    from longscan.scanning.checkpoint import file_sha256
+
+    config["weights_sha256"] = file_sha256(weights)
+    (tiny_checkpoint / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="unreadable safetensors"):
+        load_checkpoint(tiny_checkpoint)
+
+
+def test_mismatched_config_is_refused(tiny_checkpoint: Path) -> None:
+    config = json.loads((tiny_checkpoint / CONFIG_FILE).read_text())
+    config["model"]["d_model"] = 64
+    (tiny_checkpoint / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="do not fit"):
+        load_checkpoint(tiny_checkpoint)
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", '{"format": "other"}'])
+def test_corrupt_config_is_refused(tiny_checkpoint: Path, content: str) -> None:
+    (tiny_checkpoint / CONFIG_FILE).write_text(content)
+    with pytest.raises(CheckpointError):
+        load_checkpoint(tiny_checkpoint)
+
+
+def test_missing_checkpoint_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="not a scanner checkpoint"):
+        load_checkpoint(tmp_path)
+
+
+def test_pickle_files_are_never_loaded(tmp_path: Path, make_tiny_model) -> None:
+    save_checkpoint(make_tiny_model(), tmp_path, "all-MiniLM-L6-v2/ctx256")
+    (tmp_path / WEIGHTS_FILE).unlink()
+    torch.save(make_tiny_model().state_dict(), tmp_path / "pytorch_model.bin")
+    with pytest.raises(CheckpointError, match="missing"):
+        load_checkpoint(tmp_path)
+
+
+def test_shipped_checkpoint_loads_and_is_small() -> None:
+    directory = default_checkpoint_dir()
+    model, info = load_checkpoint(directory)
+    assert (directory / WEIGHTS_FILE).stat().st_size <= 30 * 2**20
+    assert model.config.n_features == len(info.features)
+    assert (directory / "MODEL_CARD.md").is_file()

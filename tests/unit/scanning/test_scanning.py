@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from longscan.documents import Document
+from longscan.encoders.cache import EmbeddingCache
+from longscan.retrievers.scanner import ScannerRetriever
+from longscan.scanning import Scanner, SlidingWindow
+from longscan.scanning.features import FEATURE_NAMES, LexicalFeatures
+
+
+def test_streaming_equals_one_full_pass(tiny_scanner: Scanner, novel: Document) -> None:
+    query = "What time is it always at the Hatter's tea party?"
+    tiny_scanner.window_sentences = 100_000
+    full = tiny_scanner.score(query, [novel])
+    tiny_scanner.window_sentences = 37
+    streamed = tiny_scanner.score(query, [novel])
+    assert len(full) == len(novel.sentences)
+    np.testing.assert_allclose(streamed, full, atol=1e-4)
+
+
+def test_sentence_vectors_are_cached_and_invalidated(tiny_scanner: Scanner, tmp_path) -> None:
+    document = Document("d", "The cat sat.\n\nThe dog ran. It was fast.")
+    encoder = tiny_scanner.encoder
+    tiny_scanner.score("Who ran?", [document])
+    assert encoder.encoded_sentences == 3
+    tiny_scanner.score("Who sat?", [document])  # a second query: no encoding
+    assert encoder.encoded_sentences == 3
+    fresh_cache = EmbeddingCache(tiny_scanner.cache.directory)  # next process: from disk
+    assert fresh_cache.get(encoder.cache_key(document)) is not None
+    changed = Document("d", "The cat sat.\n\nThe dog ran. It was slow.")
+    tiny_scanner.score("Who ran?", [changed])
+    assert encoder.encoded_sentences == 6  # a changed text is a new key
+
+
+def test_corrupt_cache_file_is_a_miss(tiny_scanner: Scanner) -> None:
+    document = Document("d", "Alpha. Beta.")
+    tiny_scanner.score("alpha", [document])
+    path = tiny_scanner.cache.directory / f"{tiny_scanner.encoder.cache_key(document)}.safetensors"
+    path.write_bytes(b"garbage")
+    tiny_scanner.cache = EmbeddingCache(tiny_scanner.cache.directory)
+    tiny_scanner.score("alpha", [document])
+    assert tiny_scanner.encoder.encoded_sentences == 4
+
+
+def test_sliding_windows_cover_everything_and_overlap() -> None:
+    windows = SlidingWindow(100, 50).windows(np.full(30, 10.0))  # 300 tokens
+    assert windows[0] == (0, 10) and windows[-1][1] == 30
+    covered = np.zeros(30)
+    for start, stop in windows:
+        covered[start:stop] += 1
+    assert covered.min() >= 1 and covered.max() == 2
+
+
+def test_sliding_mode_equals_stream_when_one_window_fits(tiny_scanner: Scanner) -> None:
+    document = Document("d", "One fish. Two fish.\n\nRed fish. Blue fish.")
+    stream = tiny_scanner.score("red", [document])
+    tiny_scanner.mode = "sliding"
+    np.testing.assert_allclose(tiny_scanner.score("red", [document]), stream, atol=1e-6)
+
+
+def test_scanner_retriever_offsets_are_exact(tiny_scanner: Scanner, novel: Document) -> None:
+    evidence = ScannerRetriever(tiny_scanner).retrieve("pack of cards", [novel], top_k=20)
+    assert len(evidence) == 20
+    for item in evidence:
+        assert novel.text[item.start : item.end] == item.text
+
+
+def test_lexical_features_mark_matching_sentences() -> None:
+    document = Document("d", "Paris is the capital of France.\n\nBerlin is in Germany. It is big.")
+    features = LexicalFeatures().compute("capital of France", [document])
+    assert features.shape == (3, len(FEATURE_NAMES))
+    assert features[0, 0] == pytest.approx(1.0) and features[1:, 0].max() == 0
+    assert features[0, 2] == pytest.approx(1.0)
+    assert list(features[:, 3]) == [1, 1, 0]  # paragraph starts

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import pytest
+
+from longscan.documents import Document, Evidence
+from longscan.selection import select
+
+TEXT = "A one. A two. A three.\n\nB one. B two."
+
+
+def hit(doc: Document, sentence: int, score: float) -> Evidence:
+    start, end = (int(v) for v in doc.sentences[sentence])
+    return Evidence(doc.id, start, end, doc.text[start:end], score, sentence)
+
+
+@pytest.fixture
+def doc() -> Document:
+    return Document("d", TEXT)
+
+
+def test_top_k_and_document_order(doc: Document) -> None:
+    ranked = [hit(doc, 4, 0.9), hit(doc, 0, 0.8), hit(doc, 2, 0.1)]
+    assert [e.text for e in select(ranked, [doc], top_k=2)] == ["B two.", "A one."]
+    assert [e.text for e in select(ranked, [doc], top_k=2, order="document")] == [
+        "A one.",
+        "B two.",
+    ]
+
+
+def test_budget_stops_before_overflow(doc: Document) -> None:
+    ranked = [hit(doc, 4, 0.9), hit(doc, 0, 0.8), hit(doc, 2, 0.1)]
+    assert [e.text for e in select(ranked, [doc], budget_words=5)] == ["B two.", "A one."]
+
+
+def test_neighbours_stay_in_the_paragraph_and_merge(doc: Document) -> None:
+    ranked = [hit(doc, 0, 0.9), hit(doc, 1, 0.5), hit(doc, 3, 0.4)]
+    selected = select(ranked, [doc], neighbours=1)
+    assert [e.text for e in selected] == ["A one. A two. A three.", "B one. B two."]
+    assert selected[0].score == 0.9
+    for e in selected:
+        assert doc.text[e.start : e.end] == e.text
+
+
+def test_paragraph_expansion(doc: Document) -> None:
+    selected = select([hit(doc, 1, 1.0)], [doc], paragraph=True)
+    assert [e.text for e in selected] == ["A one. A two. A three."]
+
+
+def test_bad_arguments(doc: Document) -> None:
+    with pytest.raises(ValueError):
+        select([], [doc], top_k=0)
+    with pytest.raises(ValueError):
+        select([], [doc], order="random")  # type: ignore[arg-type]

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from longscan.documents import Document
+from longscan.encoders import get_encoder
+from longscan.encoders.contextual import ContextualSentenceEncoder
+from longscan.models.config import ScannerConfig
+from longscan.scanning import N_FEATURES
+from longscan.training import TrainingArgs, build_training_set, train, weighted_bce
+from longscan.training.data import contamination, sentence_fingerprints
+from longscan.training.trainer import cosine_with_warmup
+
+
+def test_weighted_bce_uses_negatives_over_positives() -> None:
+    logits = torch.tensor([[0.0, 0.0, 0.0, float("-inf")]])
+    labels = torch.tensor([[1.0, 0.0, 0.0, 0.0]])
+    mask = torch.tensor([[True, True, True, False]])
+    # pos_weight = 2: (2 * log 2 + log 2 + log 2) / 3
+    assert float(weighted_bce(logits, labels, mask)) == pytest.approx(4 * np.log(2) / 3)
+
+
+def test_schedule_warms_up_then_decays_to_zero() -> None:
+    factor = cosine_with_warmup(100, 0.1)
+    assert factor(0) == pytest.approx(0.1) and factor(9) == pytest.approx(1.0)
+    assert factor(55) == pytest.approx(0.5, abs=0.02) and factor(100) == pytest.approx(0.0)
+
+
+def test_decontamination_keeps_half_percent_drops_two_percent() -> None:
+    sentences = [f"Sentence number {i} is here." for i in range(1000)]
+    document = Document("d", " ".join(sentences))
+    assert len(document.sentences) == 1000
+    assert contamination(document, sentence_fingerprints(sentences[:5])) == pytest.approx(0.005)
+    assert contamination(document, sentence_fingerprints(sentences[:20])) == pytest.approx(0.02)
+    assert contamination(document, sentence_fingerprints(["  SENTENCE number 3 is  here."])) > 0
+
+
+def test_a_few_steps_on_real_data_lower_the_loss() -> None:
+    encoder = ContextualSentenceEncoder(get_encoder(), paragraph_cache_size=10_000)
+    data = build_training_set(
+        encoder, "train", ["squad", "hotpotqa"], [600], [0], 6, progress=False
+    )
+    assert len(data) == 12 and data.manifest["examples"] == 12
+    for labels, features in zip(data.labels, data.features, strict=True):
+        assert labels.sum() >= 1 and features.shape == (len(labels), N_FEATURES)
+    args = TrainingArgs(
+        model=ScannerConfig(d_model=32, n_layers=1, d_state=8, headdim=16, n_features=N_FEATURES),
+        epochs=40,
+        batch_size=12,
+        accumulation=1,
+        lr=3e-3,
+        warmup_ratio=0.05,
+        threads=1,
+    )
+    model, history = train(args, data, progress=False)
+    losses = history["loss"]
+    assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5])
+    assert not model.training
