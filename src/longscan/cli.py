@@ -163,17 +163,18 @@ def evaluate_command(
 @app.command(name="train")
 def train_command(
     out: Annotated[Path, typer.Option(help="Checkpoint folder to write.")],
-    epochs: Annotated[int, typer.Option(min=1)] = 2,
+    epochs: Annotated[int, typer.Option(min=1)] = 1,
     max_per_source: Annotated[
         int, typer.Option(min=1, help="Examples per (dataset, length, seed).")
-    ] = 400,
-    seeds: Annotated[str, typer.Option(help="Builder seeds, comma-separated.")] = "0,1,2",
+    ] = 250,
+    seeds: Annotated[str, typer.Option(help="Builder seeds, comma-separated.")] = "0,1,2,3",
     bidirectional: Annotated[
         bool, typer.Option("--bidirectional/--causal", help="Add the reversed pass.")
     ] = True,
     d_model: Annotated[int, typer.Option(min=8)] = 256,
     layers: Annotated[int, typer.Option(min=1)] = 4,
     lr: Annotated[float, typer.Option(min=0.0)] = 2e-3,
+    dropout: Annotated[float, typer.Option(min=0.0, max=0.9)] = 0.1,
     seed: Annotated[int, typer.Option()] = 0,
     threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 2,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -192,6 +193,7 @@ def train_command(
                 n_layers=layers,
                 n_features=N_FEATURES,
                 bidirectional=bidirectional,
+                dropout=dropout,
             ),
             seeds=tuple(int(s) for s in seeds.split(",")),
             max_per_source=max_per_source,

@@ -23,6 +23,7 @@ FEATURE_NAMES = (
     "paragraph_start",  # 1 on a paragraph's first sentence
     "paragraph_position",  # index in the paragraph / paragraph length
     "log_words",  # log(1 + words) / 5
+    "dense_rank",  # 1 - log(rank) / log(n) of the sentence vector's cosine with the query
 )
 N_FEATURES = len(FEATURE_NAMES)
 
@@ -82,7 +83,7 @@ class LexicalFeatures:
         if n == 0:
             return features
         index = self._index(documents)
-        features[:, 3:] = index.structure
+        features[:, 3:6] = index.structure
         query_terms = list(dict.fromkeys(self._tokenize([query])[0]))
         known = [t for t in query_terms if t in index.bm25.vocab_dict]
         if known:
@@ -90,14 +91,30 @@ class LexicalFeatures:
             best = scores.max()
             if best > 0:
                 features[:, 0] = scores / best
-                order = np.argsort(-scores, kind="stable")
-                ranks = np.empty(n)
-                ranks[order] = np.arange(1, n + 1)
-                features[:, 1] = np.where(scores > 0, 1 - np.log(ranks) / np.log(n + 1), 0)
+                features[:, 1] = np.where(scores > 0, rank_feature(scores), 0)
         if query_terms:
             wanted = set(query_terms)
             features[:, 2] = [len(wanted & terms) / len(wanted) for terms in index.terms]
         return features
+
+
+def rank_feature(scores: np.ndarray) -> np.ndarray:
+    """``1 - log(rank) / log(n + 1)``: 1 for the best of n, near 0 for the worst.
+
+    Ranks compare a sentence with the whole document, which the raw score cannot, and do not
+    depend on the score's scale, so the scanner sees the same range on any document.
+    """
+    n = len(scores)
+    order = np.argsort(-scores, kind="stable")
+    ranks = np.empty(n)
+    ranks[order] = np.arange(1, n + 1)
+    return (1 - np.log(ranks) / np.log(n + 1)).astype(np.float32)
+
+
+def add_dense_rank(features: np.ndarray, vectors: np.ndarray, query: np.ndarray) -> None:
+    """Fill the ``dense_rank`` column from sentence vectors ``(n, d)`` and the query ``(d,)``."""
+    if len(vectors):
+        features[:, FEATURE_NAMES.index("dense_rank")] = rank_feature(vectors @ query)
 
 
 def structure_features(document: Document) -> np.ndarray:

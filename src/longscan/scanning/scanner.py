@@ -22,7 +22,7 @@ from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.encoders.minilm import get_encoder
 from longscan.models.scanner import ScannerModel
 from longscan.scanning.checkpoint import CheckpointInfo, load_checkpoint
-from longscan.scanning.features import LexicalFeatures
+from longscan.scanning.features import LexicalFeatures, add_dense_rank
 
 ScanMode = Literal["stream", "sliding"]
 TOKENS_PER_WORD = 1.3  # MiniLM word-piece tokens per white-space word, on English prose
@@ -124,6 +124,7 @@ class Scanner:
             return np.zeros(0)
         features = self.features.compute(query, documents)
         query_vector = self.query_vector(query)
+        add_dense_rank(features, vectors, query_vector)
         if self.mode == "stream":
             return self._scan(vectors, query_vector, features)
         tokens = np.concatenate(

@@ -31,10 +31,10 @@ class TrainingArgs:
 
     model: ScannerConfig = field(default_factory=ScannerConfig)
     lengths_words: tuple[int, ...] = (1_500, 3_800, 7_700)
-    seeds: tuple[int, ...] = (0, 1, 2)
+    seeds: tuple[int, ...] = (0, 1, 2, 3)
     datasets: tuple[str, ...] = ("squad", "hotpotqa", "musique")
-    max_per_source: int = 400
-    epochs: int = 2
+    max_per_source: int = 250
+    epochs: int = 1
     batch_size: int = 8
     accumulation: int = 2
     lr: float = 2e-3

@@ -33,7 +33,7 @@ from longscan.bench.items import QAItem
 from longscan.documents import Document
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
-from longscan.scanning.features import LexicalFeatures
+from longscan.scanning.features import LexicalFeatures, add_dense_rank
 from longscan.segment import segment
 
 logger = logging.getLogger(__name__)
@@ -140,16 +140,20 @@ def build_training_set(
     examples: list[tuple[str, int, np.ndarray, str, np.ndarray]] = []
     manifest: dict[str, Any] = {"split": split, "sources": {}, "dropped_contaminated": 0}
     combos = [(d, w, s) for d in datasets for w in lengths_words for s in seeds]
+    contaminated: set[str] = set()
     for dataset, words, seed in tqdm(
         combos, desc=f"building {split} examples", disable=not progress
     ):
         items = source_items(dataset, split, words, seed, max_per_source, data_dir)
-        kept = dropped = 0
+        kept, dropped = 0, set()
         for item in items:
             (document,) = item.documents
+            if document.content_hash in contaminated:
+                continue
             if document.content_hash not in documents:
                 if fingerprints is not None and contamination(document, fingerprints) > threshold:
-                    dropped += 1
+                    contaminated.add(document.content_hash)
+                    dropped.add(document.content_hash)
                     continue
                 documents[document.content_hash] = len(doc_list)
                 doc_list.append(document)
@@ -167,13 +171,18 @@ def build_training_set(
                 )
             )
             kept += 1
-        manifest["sources"][f"{dataset}/{words}/seed{seed}"] = {"kept": kept, "dropped": dropped}
-        manifest["dropped_contaminated"] += dropped
+        manifest["sources"][f"{dataset}/{words}/seed{seed}"] = {
+            "kept": kept,
+            "dropped": len(dropped),
+        }
+        manifest["dropped_contaminated"] += len(dropped)
     vectors = [
         torch.from_numpy(encoder.encode_document(document))
         for document in tqdm(doc_list, desc=f"encoding {split} documents", disable=not progress)
     ]
     queries = torch.from_numpy(encoder.encoder.encode([e[0] for e in examples], batch_size=128))
+    for (_, index, _, _, lexical), query in zip(examples, queries.numpy(), strict=True):
+        add_dense_rank(lexical, vectors[index].numpy(), query)
     manifest.update(
         examples=len(examples),
         documents=len(doc_list),

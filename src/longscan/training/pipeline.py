@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import platform
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.encoders.minilm import get_encoder
 from longscan.scanning.checkpoint import save_checkpoint
 from longscan.training.args import TrainingArgs
+from longscan.training.card import model_card
 from longscan.training.data import build_training_set, evaluation_fingerprints
 from longscan.training.trainer import train
 
@@ -71,4 +74,6 @@ def run_training(
     save_checkpoint(model, out_dir, encoder.name, metadata={"seed": args.seed})
     (out_dir / "training.json").write_text(json.dumps(report, indent=2) + "\n")
     (out_dir / "loss.json").write_text(json.dumps(history["loss"]) + "\n")
+    command = "longscan " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "run_training(...)"
+    (out_dir / "MODEL_CARD.md").write_text(model_card(report, command))
     return report

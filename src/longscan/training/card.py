@@ -1,0 +1,76 @@
+"""The model card written beside every trained checkpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def model_card(report: dict[str, Any], command: str) -> str:
+    """Markdown: what the weights are, the data, the command, seed, time and dev metrics."""
+    args = report["args"]
+    model = args["model"]
+    train = report["train_manifest"]
+    dev = report["dev_manifest"]
+    direction = "bidirectional" if model["bidirectional"] else "causal"
+    sources = "\n".join(
+        f"| {name} | {counts['kept']} | {counts['dropped']} |"
+        for name, counts in train["sources"].items()
+    )
+    dev_rows = "\n".join(
+        f"| {row['epoch']} | {row['dev_loss']:.4f} | {row['dev_top10_hit']:.3f} |"
+        for row in report["dev_metrics"]
+    )
+    return f"""# longscan scanner ({direction}, MiniLM sentence vectors)
+
+A sentence-level Mamba-2 scanner: {model["n_layers"]} layers per direction, d_model
+{model["d_model"]}, d_state {model["d_state"]}, {model["n_features"]} lexical/structural
+features per step, over contextual all-MiniLM-L6-v2 sentence vectors (paragraph-aligned
+256-token windows). Trained from scratch on CPU by longscan {report["longscan_version"]}.
+
+## Command and seed
+
+```
+{command}
+```
+
+Seed {args["seed"]}; builder seeds {args["seeds"]}; {report["machine"]}.
+
+## Data
+
+Long documents of {", ".join(str(w) for w in args["lengths_words"])} words (≈2k/5k/10k tokens)
+built from the *train* splits of {", ".join(args["datasets"])} in `../shared/data`
+(SQuAD split by article, HotpotQA by file, MuSiQue by question id), each question's own
+paragraphs mixed with distractor paragraphs of other train questions. Sentence labels: the
+sentence overlaps a gold span (SQuAD answer, HotpotQA supporting sentence, MuSiQue supporting
+paragraph). Decontamination: a document sharing more than
+{args["decontamination_threshold"]:.0%} of its sentences with any development or benchmark
+document (SQuAD/HotpotQA/MuSiQue dev, L-Eval, Loong) is dropped.
+
+| source/words/seed | examples kept | documents dropped as contaminated |
+|---|---:|---:|
+{sources}
+
+Training: {train["examples"]} examples over {train["documents"]} documents
+({train["sentences"]:,} sentences, {train["positive_rate"]:.2%} positive).
+Development: {dev["examples"]} examples from the dev splits.
+
+## Optimisation
+
+Weighted BCE (pos_weight = #neg/#pos per batch); AdamW betas {args["betas"]}, weight decay
+{args["weight_decay"]}, peak lr {args["lr"]}, cosine schedule with {args["warmup_ratio"]:.0%}
+warm-up, gradient clipping {args["max_grad_norm"]}, batch {args["batch_size"]} ×
+accumulation {args["accumulation"]}, {args["epochs"]} epochs = {report["optimizer_steps"]}
+optimizer steps. Final training loss {report["final_train_loss"]:.4f}.
+
+Time: data and encoding {report["seconds_data"]:.0f} s, training
+{report["seconds_training"]:.0f} s, total {report["seconds_total"]:.0f} s.
+
+## Development metrics
+
+| epoch | dev loss | dev: a gold sentence in the top 10 |
+|---:|---:|---:|
+{dev_rows}
+
+Benchmark results against every baseline (development split) are in the repository's
+BENCHMARKS.md.
+"""
