@@ -22,6 +22,8 @@ from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, spans_digest
 from longscan.encoders.minilm import SentenceEncoder
 
+BLOCK_SENTENCES = 2048
+
 
 @dataclass(frozen=True)
 class _Window:
@@ -110,24 +112,39 @@ class ContextualSentenceEncoder:
             raise ValueError("group sizes must add up to the number of texts")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        windows = self._windows(texts, group_sizes)
         output = np.zeros((len(texts), self.dim), dtype=np.float32)
-        order = sorted(range(len(windows)), key=lambda i: len(windows[i].ids))
-        batches = self._batches([windows[i] for i in order])
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(texts), desc="encoding sentences", unit="sent")
-        for batch in batches:
-            self._encode_batch(batch, output)
-            if bar is not None:
-                bar.update(sum(len(w.sentences) for w in batch))
+        # Blocks of whole groups keep token ids and windows small on million-token inputs.
+        for first, stop, sizes in self._blocks(group_sizes):
+            windows = self._windows(texts[first:stop], sizes)
+            windows.sort(key=lambda window: len(window.ids))
+            for batch in self._batches(windows):
+                self._encode_batch(batch, output[first:stop])
+                if bar is not None:
+                    bar.update(sum(len(w.sentences) for w in batch))
         if bar is not None:
             bar.close()
         self.encoded_sentences += len(texts)
-        norms = np.linalg.norm(output, axis=1, keepdims=True)
-        return output / np.maximum(norms, 1e-12)
+        output /= np.maximum(np.linalg.norm(output, axis=1, keepdims=True), 1e-12)
+        return output
+
+    @staticmethod
+    def _blocks(group_sizes: Sequence[int]) -> list[tuple[int, int, list[int]]]:
+        """Consecutive groups in blocks of about ``BLOCK_SENTENCES`` sentences."""
+        blocks: list[tuple[int, int, list[int]]] = []
+        first, sizes = 0, []
+        for size in group_sizes:
+            sizes.append(size)
+            if sum(sizes) >= BLOCK_SENTENCES:
+                blocks.append((first, first + sum(sizes), sizes))
+                first, sizes = first + sum(sizes), []
+        if sizes:
+            blocks.append((first, first + sum(sizes), sizes))
+        return blocks
 
     def _windows(self, texts: Sequence[str], group_sizes: Sequence[int]) -> list[_Window]:
         tokenizer = self.encoder.model.tokenizer

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import longscan.encoders.contextual as contextual
+from longscan.documents import Document
+from longscan.encoders import get_encoder
+from longscan.encoders.contextual import ContextualSentenceEncoder
+
+PARAGRAPH = "The lighthouse keeper lit the lamp at dusk. Ships passed safely all night."
+
+
+@pytest.fixture(scope="module")
+def encoder() -> ContextualSentenceEncoder:
+    return ContextualSentenceEncoder(get_encoder())
+
+
+def test_a_paragraph_encodes_the_same_wherever_it_stands(encoder) -> None:
+    alone = encoder.encode_document(Document("a", PARAGRAPH))
+    inside = encoder.encode_document(
+        Document("b", "Unrelated opening words here.\n\n" + PARAGRAPH + "\n\nAnd an ending.")
+    )
+    np.testing.assert_allclose(inside[1:3], alone, atol=1e-5)
+    assert np.allclose(np.linalg.norm(inside, axis=1), 1.0, atol=1e-5)
+
+
+def test_context_changes_a_sentence_vector(encoder) -> None:
+    one = encoder.encode_document(Document("a", "It was red. " + PARAGRAPH))
+    other = encoder.encode_document(Document("b", "It was blue. " + PARAGRAPH))
+    assert not np.allclose(one[1], other[1], atol=1e-4)
+
+
+def test_blocks_and_windows_do_not_change_vectors(encoder, novel, monkeypatch) -> None:
+    reference = encoder.encode_document(novel)
+    monkeypatch.setattr(contextual, "BLOCK_SENTENCES", 7)
+    small = ContextualSentenceEncoder(get_encoder(), batch_tokens=300)
+    np.testing.assert_allclose(small.encode_document(novel), reference, atol=1e-5)
+
+
+def test_paragraph_cache_reuses_encodings() -> None:
+    encoder = ContextualSentenceEncoder(get_encoder(), paragraph_cache_size=100)
+    encoder.encode_document(Document("a", PARAGRAPH + "\n\nSecond paragraph."))
+    encoder.encode_document(Document("b", "New first one.\n\n" + PARAGRAPH))
+    assert encoder.encoded_sentences == 3 + 1
