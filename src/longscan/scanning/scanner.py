@@ -25,7 +25,7 @@ from longscan.scanning.checkpoint import CheckpointInfo, load_checkpoint
 from longscan.scanning.features import LexicalFeatures, add_dense_rank
 
 ScanMode = Literal["stream", "sliding"]
-TOKENS_PER_WORD = 1.3  # MiniLM word-piece tokens per white-space word, on English prose
+CHARS_PER_TOKEN = 4.0  # English prose; only sizes the sliding windows, never the results
 
 
 @dataclass(frozen=True)
@@ -127,9 +127,8 @@ class Scanner:
         add_dense_rank(features, vectors, query_vector)
         if self.mode == "stream":
             return self._scan(vectors, query_vector, features)
-        tokens = np.concatenate(
-            [np.diff(d.sentences, axis=1)[:, 0] / 4.5 * TOKENS_PER_WORD for d in documents]
-        )
+        tokens = np.concatenate([np.diff(d.sentences, axis=1)[:, 0] for d in documents])
+        tokens = tokens / CHARS_PER_TOKEN
         total = np.zeros(len(vectors))
         seen = np.zeros(len(vectors))
         for start, stop in self.sliding.windows(np.maximum(tokens, 1.0)):
