@@ -17,19 +17,11 @@ from longscan.bench.builders import (
     split_of,
     squad_articles,
 )
-from longscan.bench.datasets import default_data_dir, load_hotpotqa, load_leval, load_loong
+from longscan.bench.datasets import load_hotpotqa, load_leval, load_loong
 from longscan.bench.items import QAItem
 from longscan.segment import count_words
 
 BUILT = ["squad-long", "hotpotqa-long", "musique-long", "hotpotqa-collection", "musique-collection"]
-
-
-@pytest.fixture(scope="module")
-def data_dir() -> Path:
-    try:
-        return default_data_dir()
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
 
 
 def _signature(items: list[QAItem]) -> list[tuple]:

@@ -25,14 +25,6 @@ from longscan.bench.datasets import (
 )
 
 
-@pytest.fixture(scope="module")
-def data_dir() -> Path:
-    try:
-        return default_data_dir()
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
-
-
 def _raw(path: Path) -> list[dict]:
     text = path.read_text(encoding="utf-8")
     if text.lstrip().startswith("["):
