@@ -1,9 +1,9 @@
-"""The scanner against every baseline on the development split, in one run.
+"""The scanner and every baseline on every shared benchmark (development split), one run.
 
-    python benchmarks/scanner_quality.py [--out runs/scanner] [--extra scanner:PATH ...]
+    python benchmarks/quality.py [--out runs/quality] [--extra scanner:PATH ...] [--quick]
 
-Prints the markdown tables and the bar checks of the scanner issue: miss rates
-(100 - metric) of the scanner against the best baseline (hybrid included).
+Prints a markdown table per (benchmark, length) and the bar checks of the scanner issue:
+miss rates (1 - metric) of the scanner against the best baseline (hybrid included).
 """
 
 from __future__ import annotations
@@ -26,12 +26,16 @@ BASELINES = (
 )
 # (benchmark, words, max items, bar metrics, allowed miss ratio)
 CONFIGS = (
-    ("hotpotqa-long", 20_000, 30, ("FR@100", "FR@300"), 0.75),
-    ("musique-long", 20_000, 20, ("FR@100", "FR@300"), 0.75),
-    ("squad-long", 50_000, 20, ("hit@100",), 0.80),
-    ("squad-long", 10_000, 20, ("hit@100",), None),
-    ("hotpotqa-collection", 20_000, 30, ("docFR@10",), None),
-    ("loong", 20_000, 10, ("ahit@300",), None),
+    ("hotpotqa-long", 20_000, 40, ("FR@100", "FR@300"), 0.75),
+    ("musique-long", 20_000, 30, ("FR@100", "FR@300"), 0.75),
+    ("squad-long", 50_000, 60, ("hit@100",), 0.80),
+    ("squad-long", 10_000, 60, (), None),
+    ("squad-long", 2_000, 60, (), None),
+    ("hotpotqa-collection", 20_000, 30, (), None),
+    ("musique-collection", 20_000, 20, (), None),
+    ("leval-coursera", 20_000, None, (), None),
+    ("leval-financial", 20_000, None, (), None),
+    ("loong", 20_000, None, (), None),
 )
 CHECKED = (
     "hit@100",
@@ -59,17 +63,29 @@ CHECKED = (
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("runs/scanner"))
+    parser.add_argument("--out", type=Path, default=Path("runs/quality"))
     parser.add_argument("--extra", nargs="*", default=[], help="more retrievers to compare")
+    parser.add_argument("--quick", action="store_true", help="5 items per benchmark")
     args = parser.parse_args()
-    retrievers = ["scanner", *args.extra, *BASELINES]
+    retrievers = ["scanner", *args.extra, *BASELINES, "oracle"]
     verdicts = []
-    for benchmark, words, limit, bar_metrics, ratio in CONFIGS:
+    for benchmark, words, max_items, bar_metrics, ratio in CONFIGS:
+        limit = 5 if args.quick else max_items
         started = time.perf_counter()
         run = run_benchmark(
             benchmark, retrievers, target_words=words, max_items=limit, out_dir=args.out
         )
-        print(f"### {benchmark} {words // 1000}k ({time.perf_counter() - started:.0f} s)\n")
+        items = len(run.results[0].records)
+        mean_words = sum(r.words for r in run.results[0].records) / items
+        command = (
+            f"longscan eval -b {benchmark} --target-words {words}"
+            + (f" --max-items {limit}" if limit else "")
+            + "".join(f" -r {name}" for name in retrievers)
+        )
+        print(
+            f"### {benchmark}, {items} items, mean {mean_words:,.0f} words "
+            f"({time.perf_counter() - started:.0f} s)\n\n`{command}`\n"
+        )
         print(run.markdown + "\n", flush=True)
         scores = {r.retriever: r.overall for r in run.results}
         scanner = scores["scanner"]
