@@ -177,6 +177,9 @@ def train_command(
     dropout: Annotated[float, typer.Option(min=0.0, max=0.9)] = 0.1,
     seed: Annotated[int, typer.Option()] = 0,
     threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 2,
+    data_cache: Annotated[
+        Path | None, typer.Option(help="Folder to keep the encoded training data for reuse.")
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train the scanner on the shared datasets' train splits and write a checkpoint."""
@@ -202,7 +205,7 @@ def train_command(
             seed=seed,
             threads=threads,
         )
-        report = run_training(args, out)
+        report = run_training(args, out, data_cache=data_cache)
     except (ValueError, FileNotFoundError) as error:
         raise _fail(str(error)) from None
     console.print_json(json.dumps({k: report[k] for k in ("dev_metrics", "seconds_total")}))

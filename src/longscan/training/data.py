@@ -12,10 +12,12 @@ sentences also occur (after normalisation) in any development or benchmark docum
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -119,6 +121,51 @@ class TrainingSet:
 
     def lengths(self) -> np.ndarray:
         return np.array([len(self.labels[i]) for i in range(len(self))])
+
+    def save(self, directory: Path) -> None:
+        """Persist as one safetensors file (ragged arrays flattened with offsets) + JSON."""
+        from safetensors.torch import save_file
+
+        directory.mkdir(parents=True, exist_ok=True)
+        tensors = {
+            "vectors": torch.cat(self.vectors),
+            "vector_offsets": _offsets(self.vectors),
+            "features": torch.cat(self.features),
+            "labels": torch.cat(self.labels),
+            "example_offsets": _offsets(self.labels),
+            "queries": self.queries,
+            "document_of": torch.tensor(self.document_of),
+        }
+        save_file(
+            {k: v.contiguous() for k, v in tensors.items()}, str(directory / "data.safetensors")
+        )
+        meta = {"sources": self.sources, "manifest": self.manifest}
+        (directory / "data.json").write_text(json.dumps(meta))
+
+    @classmethod
+    def load(cls, directory: Path) -> TrainingSet:
+        from safetensors.torch import load_file
+
+        tensors = load_file(str(directory / "data.safetensors"))
+        meta = json.loads((directory / "data.json").read_text())
+        return cls(
+            vectors=_split(tensors["vectors"], tensors["vector_offsets"]),
+            queries=tensors["queries"],
+            features=_split(tensors["features"], tensors["example_offsets"]),
+            labels=_split(tensors["labels"], tensors["example_offsets"]),
+            document_of=tensors["document_of"].tolist(),
+            sources=meta["sources"],
+            manifest=meta["manifest"],
+        )
+
+
+def _offsets(parts: Sequence[torch.Tensor]) -> torch.Tensor:
+    return torch.tensor([0, *np.cumsum([len(p) for p in parts]).tolist()], dtype=torch.int64)
+
+
+def _split(flat: torch.Tensor, offsets: torch.Tensor) -> list[torch.Tensor]:
+    bounds = offsets.tolist()
+    return [flat[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def build_training_set(

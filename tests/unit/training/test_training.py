@@ -9,7 +9,7 @@ from longscan.encoders import get_encoder
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.models.config import ScannerConfig
 from longscan.scanning import N_FEATURES
-from longscan.training import TrainingArgs, build_training_set, train, weighted_bce
+from longscan.training import TrainingArgs, TrainingSet, build_training_set, train, weighted_bce
 from longscan.training.data import contamination, sentence_fingerprints
 from longscan.training.trainer import cosine_with_warmup
 
@@ -37,12 +37,17 @@ def test_decontamination_keeps_half_percent_drops_two_percent() -> None:
     assert contamination(document, sentence_fingerprints(["  SENTENCE number 3 is  here."])) > 0
 
 
-def test_a_few_steps_on_real_data_lower_the_loss() -> None:
+def test_a_few_steps_on_real_data_lower_the_loss(tmp_path) -> None:
     encoder = ContextualSentenceEncoder(get_encoder(), paragraph_cache_size=10_000)
     data = build_training_set(
         encoder, "train", ["squad", "hotpotqa"], [600], [0], 6, progress=False
     )
     assert len(data) == 12 and data.manifest["examples"] == 12
+    data.save(tmp_path / "data")
+    again = TrainingSet.load(tmp_path / "data")
+    assert again.sources == data.sources and again.document_of == data.document_of
+    for a, b in zip(again.features + again.labels, data.features + data.labels, strict=True):
+        assert torch.equal(a, b)
     for labels, features in zip(data.labels, data.features, strict=True):
         assert labels.sum() >= 1 and features.shape == (len(labels), N_FEATURES)
     args = TrainingArgs(
