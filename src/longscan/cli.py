@@ -21,7 +21,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+console = Console(width=None if Console().is_terminal else 200)  # logs keep whole tables
 errors = Console(stderr=True)
 
 CONTEXT_CHARS = 160
