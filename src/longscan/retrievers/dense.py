@@ -23,7 +23,8 @@ class DenseRetriever(Retriever):
         unit: ``"sentence"`` or ``"chunk"``. Chunks longer than the encoder's 256-token window
             are truncated by the encoder, as in any standard dense-chunk pipeline.
         cache: Embedding cache; defaults to ``default_cache_dir()/embeddings``.
-        encoder: Encoder name; only the packaged MiniLM is offered offline.
+        encoder: Encoder name (only the packaged MiniLM is offered offline), or a loaded
+            ``SentenceEncoder`` (e.g. a quantised variant); its name keys the cache.
         progress: Show a progress bar while encoding.
     """
 
@@ -33,18 +34,19 @@ class DenseRetriever(Retriever):
         self,
         unit: UnitKind = "sentence",
         cache: EmbeddingCache | None = None,
-        encoder: str = DEFAULT_ENCODER,
+        encoder: str | SentenceEncoder = DEFAULT_ENCODER,
         progress: bool = False,
     ) -> None:
         self.unit = unit
         self.cache = cache or EmbeddingCache(default_cache_dir() / "embeddings")
-        self.encoder_name = encoder
+        self._encoder = encoder if isinstance(encoder, SentenceEncoder) else None
+        self.encoder_name = encoder.name if isinstance(encoder, SentenceEncoder) else encoder
         self.progress = progress
         self.encoded_units = 0
 
     @property
     def encoder(self) -> SentenceEncoder:
-        return get_encoder(self.encoder_name)
+        return self._encoder or get_encoder(self.encoder_name)
 
     def document_vectors(self, documents: Sequence[Document], units: Units) -> np.ndarray:
         """``(len(units), dim)`` vectors, from the cache where possible."""
