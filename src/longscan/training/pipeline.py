@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import shlex
@@ -18,25 +19,40 @@ from longscan.encoders.minilm import get_encoder
 from longscan.scanning.checkpoint import save_checkpoint
 from longscan.training.args import TrainingArgs
 from longscan.training.card import model_card
-from longscan.training.data import build_training_set, evaluation_fingerprints
+from longscan.training.data import TrainingSet, build_training_set, evaluation_fingerprints
 from longscan.training.trainer import train
 
 DEV_EXAMPLES_PER_SOURCE = 30
 
 
-def run_training(
-    args: TrainingArgs, out_dir: Path, data_dir: str | None = None, progress: bool = True
-) -> dict[str, Any]:
-    """Build the data, train, and write a checkpoint with its model card and manifest."""
-    started = time.perf_counter()
-    torch.set_num_threads(args.threads)
+def _data_key(args: TrainingArgs) -> str:
+    """The data depends on these arguments only (not on the model or the optimiser)."""
+    parts = (
+        args.datasets,
+        args.lengths_words,
+        args.seeds,
+        args.max_per_source,
+        args.decontamination_threshold,
+        DEV_EXAMPLES_PER_SOURCE,
+        __version__,
+    )
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def build_data(
+    args: TrainingArgs, data_dir: str | None, progress: bool, cache: Path | None
+) -> tuple[TrainingSet, TrainingSet]:
+    """Train and dev sets; with ``cache``, encoded once and reused by later runs."""
+    folder = None if cache is None else cache / _data_key(args)
+    if folder is not None and (folder / "dev" / "data.json").is_file():
+        return TrainingSet.load(folder / "train"), TrainingSet.load(folder / "dev")
     encoder = ContextualSentenceEncoder(get_encoder(), paragraph_cache_size=500_000)
     fingerprints = evaluation_fingerprints(data_dir)
+    common = (args.datasets, args.lengths_words)
     train_set = build_training_set(
         encoder,
         "train",
-        args.datasets,
-        args.lengths_words,
+        *common,
         args.seeds,
         args.max_per_source,
         fingerprints,
@@ -47,8 +63,7 @@ def run_training(
     dev_set = build_training_set(
         encoder,
         "dev",
-        args.datasets,
-        args.lengths_words,
+        *common,
         (0,),
         DEV_EXAMPLES_PER_SOURCE,
         None,
@@ -56,6 +71,23 @@ def run_training(
         data_dir,
         progress,
     )
+    if folder is not None:
+        train_set.save(folder / "train")
+        dev_set.save(folder / "dev")
+    return train_set, dev_set
+
+
+def run_training(
+    args: TrainingArgs,
+    out_dir: Path,
+    data_dir: str | None = None,
+    progress: bool = True,
+    data_cache: Path | None = None,
+) -> dict[str, Any]:
+    """Build the data, train, and write a checkpoint with its model card and manifest."""
+    started = time.perf_counter()
+    torch.set_num_threads(args.threads)
+    train_set, dev_set = build_data(args, data_dir, progress, data_cache)
     data_seconds = time.perf_counter() - started
     model, history = train(args, train_set, dev_set, progress)
     report = {
@@ -71,7 +103,8 @@ def run_training(
         "seconds_total": round(time.perf_counter() - started, 1),
         "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
     }
-    save_checkpoint(model, out_dir, encoder.name, metadata={"seed": args.seed})
+    encoder_name = ContextualSentenceEncoder(get_encoder()).name  # what the vectors came from
+    save_checkpoint(model, out_dir, encoder_name, metadata={"seed": args.seed})
     (out_dir / "training.json").write_text(json.dumps(report, indent=2) + "\n")
     (out_dir / "loss.json").write_text(json.dumps(history["loss"]) + "\n")
     command = "longscan " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "run_training(...)"

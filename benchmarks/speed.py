@@ -1,4 +1,4 @@
-"""Scanner speed and memory against the dense-sentence baseline, measured in one run.
+"""Scanner speed and memory against every baseline, measured in one run.
 
     python benchmarks/scanner_speed.py [--data-dir ../shared/data] [--threads 2]
 
@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from longscan.retrievers import BASELINES
+
 CHILD = r"""
 import json, os, resource, sys, time
 import torch
@@ -30,12 +32,12 @@ document = Document("doc", text)
 query = "What was the total revenue reported for the fiscal year?"
 kind = os.environ["KIND"]
 document.sentences  # segmentation is shared by every retriever; timed separately
-if kind == "dense":
-    retriever = get_retriever("dense-sentence")
-    retriever.encoder  # load the model outside the timing, as a server would
-else:
+if kind == "scanner":
     retriever = ScannerRetriever(Scanner.from_pretrained(mode=os.environ.get("MODE", "stream")))
-    retriever.scanner.encoder.encoder
+else:
+    retriever = get_retriever(kind)
+from longscan.encoders import get_encoder
+get_encoder()  # load the model outside the timing, as a server would
 started = time.perf_counter()
 retriever.retrieve(query, [document], top_k=50)
 first = time.perf_counter() - started
@@ -95,8 +97,9 @@ def main() -> None:
             doc.write_text(corpus_text(args.data_dir, size), encoding="utf-8")
             row = {"scanner": measure(doc, "scanner", args.threads)}
             if size <= 100_000:
-                row["dense"] = measure(doc, "dense", args.threads)
-                row["sliding"] = measure(doc, "scanner", args.threads, "sliding")
+                row["scanner-sliding"] = measure(doc, "scanner", args.threads, "sliding")
+                for name in BASELINES:
+                    row[name] = measure(doc, name, args.threads)
             results[size] = row
             print(size, json.dumps(row), flush=True)
     base = results[min(results)]
