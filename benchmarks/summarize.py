@@ -1,6 +1,10 @@
-"""Compact markdown tables (the key measures) from the JSON files a benchmark run wrote.
+"""Compact tables and the scanner's bar checks from the JSON files of a quality run.
 
-python benchmarks/summarize.py runs/quality
+    python benchmarks/summarize.py runs/quality [--scanner NAME] [--rename OLD=NEW ...]
+
+A miss rate is 1 - metric; the ratio is the scanner's miss rate over the best baseline's
+(hybrid included). Bars: multi-hop FR@100/FR@300 ≤ 0.75, SQuAD ≥ 50k hit@100 ≤ 0.80, and
+everything else ≤ 1 (never below the best baseline).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from pathlib import Path
 
 from longscan.evaluation import EvaluationResult
 from longscan.evaluation.report import markdown_table
+from longscan.retrievers import BASELINES
 
 KEY_MEASURES = (
     "hit@100",
@@ -33,20 +38,72 @@ KEY_MEASURES = (
     "docR@1",
     "docFR@10",
 )
+BARS = {
+    ("hotpotqa-long", "FR@100"): 0.75,
+    ("hotpotqa-long", "FR@300"): 0.75,
+    ("musique-long", "FR@100"): 0.75,
+    ("musique-long", "FR@300"): 0.75,
+    ("squad-long-50k", "hit@100"): 0.80,
+}
+
+
+def load(folder: Path, rename: dict[str, str]) -> dict[str, list[EvaluationResult]]:
+    runs = {}
+    for path in sorted(folder.glob("*.json")):
+        raw = json.loads(path.read_text())
+        if isinstance(raw, list):
+            results = [EvaluationResult.from_dict(entry) for entry in raw]
+            for result in results:
+                result.retriever = rename.get(result.retriever, result.retriever)
+            runs[path.stem] = results
+    return runs
+
+
+def bar_of(run: str, metric: str) -> float:
+    for (prefix, name), ratio in BARS.items():
+        if run.startswith(prefix) and name == metric:
+            return ratio
+    return 1.0
+
+
+def verdict_rows(runs: dict[str, list[EvaluationResult]], scanner: str) -> list[str]:
+    rows = []
+    for run, results in runs.items():
+        scores = {r.retriever: r.overall for r in results}
+        if scanner not in scores:
+            continue
+        for metric in KEY_MEASURES:
+            if metric not in scores[scanner]:
+                continue
+            best = max(BASELINES, key=lambda name: scores[name].get(metric, 0.0))
+            mine, theirs = scores[scanner][metric], scores[best].get(metric, 0.0)
+            ratio = (1 - mine) / (1 - theirs) if theirs < 1 else (0.0 if mine >= 1 else None)
+            bar = bar_of(run, metric)
+            shown = "∞ (baseline perfect)" if ratio is None else f"{ratio:.2f}"
+            met = ratio is not None and ratio <= bar + 1e-9
+            rows.append(
+                f"| {run} | {metric} | {mine:.3f} | {best} | {theirs:.3f} | {shown} "
+                f"| ≤ {bar:.2f} | {'yes' if met else 'NO'} |"
+            )
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
+    parser.add_argument("--scanner", default="scanner")
+    parser.add_argument("--rename", nargs="*", default=[], help="OLD=NEW retriever names")
+    parser.add_argument("--no-tables", action="store_true")
     args = parser.parse_args()
-    for path in sorted(args.folder.glob("*.json")):
-        raw = json.loads(path.read_text())
-        if not isinstance(raw, list):
-            continue
-        results = [EvaluationResult.from_dict(entry) for entry in raw]
-        scored = {name for result in results for name in result.overall}
-        shown = [name for name in KEY_MEASURES if name in scored]
-        print(f"#### {path.stem}\n\n{markdown_table(results, shown)}\n")
+    runs = load(args.folder, dict(item.split("=", 1) for item in args.rename))
+    if not args.no_tables:
+        for run, results in runs.items():
+            scored = {name for result in results for name in result.overall}
+            shown = [name for name in KEY_MEASURES if name in scored]
+            print(f"#### {run}\n\n{markdown_table(results, shown)}\n")
+    print("| run | metric | scanner | best baseline | its value | miss ratio | bar | met |")
+    print("|---|---|---:|---|---:|---:|---:|---|")
+    print("\n".join(verdict_rows(runs, args.scanner)))
 
 
 if __name__ == "__main__":
