@@ -170,7 +170,7 @@ def train_command(
     seeds: Annotated[str, typer.Option(help="Builder seeds, comma-separated.")] = "0,1,2,3",
     bidirectional: Annotated[
         bool, typer.Option("--bidirectional/--causal", help="Add the reversed pass.")
-    ] = True,
+    ] = False,
     d_model: Annotated[int, typer.Option(min=8)] = 256,
     layers: Annotated[int, typer.Option(min=1)] = 4,
     lr: Annotated[float, typer.Option(min=0.0)] = 2e-3,
