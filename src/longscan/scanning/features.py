@@ -29,11 +29,10 @@ N_FEATURES = len(FEATURE_NAMES)
 
 
 class _DocumentIndex:
-    """The BM25 index and per-sentence term sets of one document."""
+    """The BM25 index (term ids in a sparse matrix, no strings kept) and structure features."""
 
-    def __init__(self, bm25: Any, terms: list[frozenset[str]], structure: np.ndarray) -> None:
+    def __init__(self, bm25: Any, structure: np.ndarray) -> None:
         self.bm25 = bm25
-        self.terms = terms
         self.structure = structure
 
 
@@ -47,12 +46,13 @@ class LexicalFeatures:
         self._indexes: OrderedDict[str, _DocumentIndex] = OrderedDict()
         self.max_cached = max_cached
 
-    def _tokenize(self, texts: list[str]) -> list[list[str]]:
+    def _tokenize(self, texts: list[str], as_ids: bool = False) -> Any:
+        """Stemmed content terms; as ids plus a vocabulary (compact) when indexing."""
         import bm25s
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         return bm25s.tokenize(
-            texts, stopwords="en", stemmer=self._stemmer, show_progress=False, return_ids=False
+            texts, stopwords="en", stemmer=self._stemmer, show_progress=False, return_ids=as_ids
         )
 
     def _index(self, documents: Sequence[Document]) -> _DocumentIndex:
@@ -63,11 +63,10 @@ class LexicalFeatures:
         import bm25s
 
         texts = [text for document in documents for text in document.sentence_texts()]
-        tokens = self._tokenize(texts)
         bm25 = bm25s.BM25()
-        bm25.index(tokens, show_progress=False)
+        bm25.index(self._tokenize(texts, as_ids=True), show_progress=False)
         structure = np.concatenate([structure_features(d) for d in documents])
-        index = _DocumentIndex(bm25, [frozenset(t) for t in tokens], structure)
+        index = _DocumentIndex(bm25, structure)
         self._indexes[key] = index
         while len(self._indexes) > self.max_cached:
             self._indexes.popitem(last=False)
@@ -92,9 +91,10 @@ class LexicalFeatures:
             if best > 0:
                 features[:, 0] = scores / best
                 features[:, 1] = np.where(scores > 0, rank_feature(scores), 0)
+        for term in known:  # BM25's idf is positive, so a score > 0 means the term is there
+            features[:, 2] += np.asarray(index.bm25.get_scores([term])) > 0
         if query_terms:
-            wanted = set(query_terms)
-            features[:, 2] = [len(wanted & terms) / len(wanted) for terms in index.terms]
+            features[:, 2] /= len(query_terms)
         return features
 
 
