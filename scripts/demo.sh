@@ -4,6 +4,6 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/setup.sh" ""
-QUESTION="${1:-What does Alice call the court at the end of the trial?}"
+QUESTION="${1:-What time is it always at the Hatter's tea party?}"
 shift || true
 longscan ask "$ROOT/src/longscan/data/sample_novel.txt" -q "$QUESTION" "$@"
