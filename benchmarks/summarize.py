@@ -14,30 +14,9 @@ import json
 from pathlib import Path
 
 from longscan.evaluation import EvaluationResult
-from longscan.evaluation.report import markdown_table
+from longscan.evaluation.report import KEY_MEASURES, markdown_table
 from longscan.retrievers import BASELINES
 
-KEY_MEASURES = (
-    "hit@100",
-    "hit@300",
-    "hit@1000",
-    "hit@2000",
-    "SR@300",
-    "FR@100",
-    "FR@300",
-    "FR@1000",
-    "FR@2000",
-    "ahit@100",
-    "ahit@300",
-    "ahit@1000",
-    "ahit@2000",
-    "R@10",
-    "R@50",
-    "nDCG@10",
-    "docSR@10",
-    "docR@1",
-    "docFR@10",
-)
 BARS = {
     ("hotpotqa-long", "FR@100"): 0.75,
     ("hotpotqa-long", "FR@300"): 0.75,

@@ -25,23 +25,6 @@ console = Console(width=None if Console().is_terminal else 200)  # logs keep who
 errors = Console(stderr=True)
 
 CONTEXT_CHARS = 160
-# The terminal shows these (where they apply); the JSON and markdown files hold every measure.
-SUMMARY_MEASURES = (
-    "hit@100",
-    "hit@300",
-    "SR@300",
-    "FR@100",
-    "FR@300",
-    "FR@1000",
-    "ahit@300",
-    "ahit@1000",
-    "R@10",
-    "R@50",
-    "nDCG@10",
-    "docSR@10",
-    "docR@1",
-    "docFR@10",
-)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -139,7 +122,7 @@ def evaluate_command(
     """Evaluate retrievers on a benchmark: budgeted, sentence-level and document-level metrics."""
     _setup_logging(verbose)
     from longscan.bench.runner import run_benchmark
-    from longscan.evaluation.report import comparison_table
+    from longscan.evaluation.report import KEY_MEASURES, comparison_table
 
     try:
         run = run_benchmark(
@@ -154,7 +137,7 @@ def evaluate_command(
     except (ValueError, FileNotFoundError) as error:
         raise _fail(str(error)) from None
     scored = {name for result in run.results for name in result.overall}
-    shown = [name for name in SUMMARY_MEASURES if name in scored]
+    shown = [name for name in KEY_MEASURES if name in scored]
     console.print(comparison_table(run.results, shown, title=f"{benchmark} ({split})"))
     for path in run.files:
         console.print(f"wrote {path}", highlight=False)

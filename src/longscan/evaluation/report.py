@@ -24,6 +24,29 @@ from longscan.evaluation.evaluator import (
 from longscan.evaluation.measures import parse_measures
 
 MISSING = "–"
+# The headline measures shown where every measure would not fit (terminal, summaries); the
+# JSON holds them all.
+KEY_MEASURES = (
+    "hit@100",
+    "hit@300",
+    "hit@1000",
+    "hit@2000",
+    "SR@300",
+    "FR@100",
+    "FR@300",
+    "FR@1000",
+    "FR@2000",
+    "ahit@100",
+    "ahit@300",
+    "ahit@1000",
+    "ahit@2000",
+    "R@10",
+    "R@50",
+    "nDCG@10",
+    "docSR@10",
+    "docR@1",
+    "docFR@10",
+)
 
 
 def select_measures(
