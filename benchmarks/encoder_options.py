@@ -30,7 +30,9 @@ def variants(base: SentenceEncoder) -> dict[str, SentenceEncoder]:
     from torch.ao.quantization import quantize_dynamic
 
     quantized = copy.deepcopy(base.model)
-    quantized[0].auto_model = quantize_dynamic(
+    # `auto_model` is a read-only alias of the Transformer module's `model` in
+    # sentence-transformers 6; replace the module itself.
+    quantized[0].model = quantize_dynamic(
         quantized[0].auto_model, {torch.nn.Linear}, dtype=torch.qint8
     )
     shallow = copy.deepcopy(base.model)
