@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -13,10 +14,31 @@ from longscan.documents import Document
 from longscan.retrievers.base import Retriever, UnitKind, Units
 
 
+@cache
 def _stemmer() -> Any:
     import Stemmer
 
     return Stemmer.Stemmer("english")
+
+
+def tokenize(texts: list[str], as_ids: bool = False) -> Any:
+    """Stemmed English content terms (stop words dropped): lists of strings, or, with
+    ``as_ids``, bm25s's compact ids plus vocabulary (what an index is built from)."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build
+    return bm25s.tokenize(
+        texts, stopwords="en", stemmer=_stemmer(), show_progress=False, return_ids=as_ids
+    )
+
+
+def build_index(texts: list[str], k1: float = 1.5, b: float = 0.75) -> Any:
+    """A bm25s index over ``texts``; query it with ``get_scores(tokenize([q])[0])``."""
+    import bm25s
+
+    index = bm25s.BM25(k1=k1, b=b)
+    index.index(tokenize(texts, as_ids=True), show_progress=False)
+    return index
 
 
 class BM25Retriever(Retriever):
@@ -37,27 +59,14 @@ class BM25Retriever(Retriever):
         self.k1, self.b = k1, b
         self.max_cached = max_cached
         self._indexes: OrderedDict[tuple[str, ...], Any] = OrderedDict()
-        self._stem = _stemmer()
         self.index_builds = 0
 
-    def _tokenize(self, texts: list[str]) -> Any:
-        import bm25s
-
-        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build
-
-        return bm25s.tokenize(
-            texts, stopwords="en", stemmer=self._stem, show_progress=False, return_ids=False
-        )
-
     def _index(self, documents: Sequence[Document], units: Units) -> Any:
-        import bm25s
-
         key = (self.unit, *(document.content_hash for document in documents))
         if key in self._indexes:
             self._indexes.move_to_end(key)
             return self._indexes[key]
-        index = bm25s.BM25(k1=self.k1, b=self.b)
-        index.index(self._tokenize(units.texts), show_progress=False)
+        index = build_index(units.texts, self.k1, self.b)
         self.index_builds += 1
         self._indexes[key] = index
         while len(self._indexes) > self.max_cached:
@@ -67,7 +76,7 @@ class BM25Retriever(Retriever):
     def score_units(self, query: str, documents: Sequence[Document], units: Units) -> np.ndarray:
         index = self._index(documents, units)
         vocabulary = index.vocab_dict
-        tokens = [token for token in self._tokenize([query])[0] if token in vocabulary]
+        tokens = [token for token in tokenize([query])[0] if token in vocabulary]
         if not tokens:  # only stop words or unseen words: no lexical evidence at all
             return np.zeros(len(units))
         return np.asarray(index.get_scores(tokens), dtype=np.float64)

@@ -7,7 +7,6 @@ the scanner the lexical signal (BM25 and query-term coverage) and the document s
 
 from __future__ import annotations
 
-import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -15,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from longscan.documents import Document
+from longscan.retrievers.bm25 import build_index, tokenize
+from longscan.retrievers.hybrid import ranks_of
 
 FEATURE_NAMES = (
     "bm25_over_max",  # BM25 score / the document's best score
@@ -40,31 +41,16 @@ class LexicalFeatures:
     """Computes ``(n_sentences, N_FEATURES)`` features; per-document indexes are cached."""
 
     def __init__(self, max_cached: int = 64) -> None:
-        import Stemmer
-
-        self._stemmer = Stemmer.Stemmer("english")
         self._indexes: OrderedDict[str, _DocumentIndex] = OrderedDict()
         self.max_cached = max_cached
-
-    def _tokenize(self, texts: list[str], as_ids: bool = False) -> Any:
-        """Stemmed content terms; as ids plus a vocabulary (compact) when indexing."""
-        import bm25s
-
-        logging.getLogger("bm25s").setLevel(logging.WARNING)
-        return bm25s.tokenize(
-            texts, stopwords="en", stemmer=self._stemmer, show_progress=False, return_ids=as_ids
-        )
 
     def _index(self, documents: Sequence[Document]) -> _DocumentIndex:
         key = "\x1f".join(document.content_hash for document in documents)
         if key in self._indexes:
             self._indexes.move_to_end(key)
             return self._indexes[key]
-        import bm25s
-
         texts = [text for document in documents for text in document.sentence_texts()]
-        bm25 = bm25s.BM25()
-        bm25.index(self._tokenize(texts, as_ids=True), show_progress=False)
+        bm25 = build_index(texts)
         structure = np.concatenate([structure_features(d) for d in documents])
         index = _DocumentIndex(bm25, structure)
         self._indexes[key] = index
@@ -83,7 +69,7 @@ class LexicalFeatures:
             return features
         index = self._index(documents)
         features[:, 3:6] = index.structure
-        query_terms = list(dict.fromkeys(self._tokenize([query])[0]))
+        query_terms = list(dict.fromkeys(tokenize([query])[0]))
         known = [t for t in query_terms if t in index.bm25.vocab_dict]
         if known:
             scores = np.asarray(index.bm25.get_scores(known), dtype=np.float64)
@@ -104,11 +90,7 @@ def rank_feature(scores: np.ndarray) -> np.ndarray:
     Ranks compare a sentence with the whole document, which the raw score cannot, and do not
     depend on the score's scale, so the scanner sees the same range on any document.
     """
-    n = len(scores)
-    order = np.argsort(-scores, kind="stable")
-    ranks = np.empty(n)
-    ranks[order] = np.arange(1, n + 1)
-    return (1 - np.log(ranks) / np.log(n + 1)).astype(np.float32)
+    return (1 - np.log(ranks_of(scores)) / np.log(len(scores) + 1)).astype(np.float32)
 
 
 def add_dense_rank(features: np.ndarray, vectors: np.ndarray, query: np.ndarray) -> None:

@@ -36,7 +36,6 @@ from longscan.documents import Document
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
 from longscan.scanning.features import LexicalFeatures, add_dense_rank
-from longscan.segment import segment
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +47,17 @@ def normalize_sentence(text: str) -> str:
     return _SPACES.sub(" ", text).strip().lower()
 
 
+def fingerprint(sentence: str) -> bytes:
+    """A short hash of the normalised sentence (exact match after normalisation)."""
+    return hashlib.blake2b(normalize_sentence(sentence).encode(), digest_size=12).digest()
+
+
 def sentence_fingerprints(texts: Iterable[str]) -> set[bytes]:
-    """Short hashes of normalised sentences (exact match after normalisation)."""
-    return {hashlib.blake2b(normalize_sentence(t).encode(), digest_size=12).digest() for t in texts}
+    return {fingerprint(text) for text in texts}
 
 
 def _sentences_of(text: str) -> list[str]:
-    spans, _, _ = segment(text)
-    return [text[s:e] for s, e in spans.tolist()]
+    return Document("paragraph", text).sentence_texts()
 
 
 def evaluation_fingerprints(data_dir: str | None = None) -> set[bytes]:
@@ -80,8 +82,7 @@ def contamination(document: Document, fingerprints: set[bytes]) -> float:
     sentences = document.sentence_texts()
     if not sentences:
         return 0.0
-    own = [sentence_fingerprints([s]).pop() for s in sentences]
-    return sum(f in fingerprints for f in own) / len(own)
+    return sum(fingerprint(s) in fingerprints for s in sentences) / len(sentences)
 
 
 def source_items(
