@@ -58,8 +58,27 @@ class LexicalFeatures:
             self._indexes.popitem(last=False)
         return index
 
+    def for_scan(
+        self,
+        query: str,
+        documents: Sequence[Document],
+        vectors: np.ndarray,
+        query_vector: np.ndarray,
+    ) -> np.ndarray:
+        """Every feature column, exactly as the scanner reads them; training and inference
+        both come here, so the two cannot drift apart.
+
+        Args:
+            vectors: ``(n_sentences, d)`` sentence vectors of ``documents``, in order.
+            query_vector: ``(d,)``.
+        """
+        features = self.compute(query, documents)
+        add_dense_rank(features, vectors, query_vector)
+        return features
+
     def compute(self, query: str, documents: Sequence[Document]) -> np.ndarray:
-        """Features of every sentence of ``documents`` (read as one sequence), float32.
+        """The text features of every sentence of ``documents`` (read as one sequence), float32;
+        ``dense_rank`` stays 0 (it needs the vectors: see ``for_scan``).
 
         BM25 statistics are those of the whole sequence, as the scanner reads it.
         """

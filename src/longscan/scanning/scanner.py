@@ -22,7 +22,7 @@ from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.encoders.minilm import get_encoder
 from longscan.models.scanner import ScannerModel
 from longscan.scanning.checkpoint import CheckpointInfo, load_checkpoint
-from longscan.scanning.features import LexicalFeatures, add_dense_rank
+from longscan.scanning.features import LexicalFeatures
 
 ScanMode = Literal["stream", "sliding"]
 CHARS_PER_TOKEN = 4.0  # English prose; only sizes the sliding windows, never the results
@@ -122,9 +122,8 @@ class Scanner:
         vectors = np.concatenate(parts) if parts else np.zeros((0, self.encoder.dim), np.float32)
         if len(vectors) == 0:
             return np.zeros(0)
-        features = self.features.compute(query, documents)
         query_vector = self.query_vector(query)
-        add_dense_rank(features, vectors, query_vector)
+        features = self.features.for_scan(query, documents, vectors, query_vector)
         if self.mode == "stream":
             return self._scan(vectors, query_vector, features)
         tokens = np.concatenate([np.diff(d.sentences, axis=1)[:, 0] for d in documents])

@@ -35,7 +35,7 @@ from longscan.bench.items import QAItem
 from longscan.documents import Document
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
-from longscan.scanning.features import LexicalFeatures, add_dense_rank
+from longscan.scanning.features import LexicalFeatures
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ def build_training_set(
     features = LexicalFeatures(max_cached=4)
     documents: dict[str, int] = {}
     doc_list: list[Document] = []
-    examples: list[tuple[str, int, np.ndarray, str, np.ndarray]] = []
+    examples: list[tuple[str, int, np.ndarray, str]] = []  # query, document, labels, source
     manifest: dict[str, Any] = {"split": split, "sources": {}, "dropped_contaminated": 0}
     combos = [(d, w, s) for d in datasets for w in lengths_words for s in seeds]
     contaminated: set[str] = set()
@@ -208,16 +208,8 @@ def build_training_set(
             labels = gold_unit_labels(item)[document.id].astype(np.float32)
             if labels.sum() == 0:  # gold fell outside every sentence: nothing to learn
                 continue
-            lexical = features.compute(item.query, [document])
-            examples.append(
-                (
-                    item.query,
-                    documents[document.content_hash],
-                    labels,
-                    f"{dataset}/{words}",
-                    lexical,
-                )
-            )
+            index = documents[document.content_hash]
+            examples.append((item.query, index, labels, f"{dataset}/{words}"))
             kept += 1
         manifest["sources"][f"{dataset}/{words}/seed{seed}"] = {
             "kept": kept,
@@ -229,8 +221,12 @@ def build_training_set(
         for document in tqdm(doc_list, desc=f"encoding {split} documents", disable=not progress)
     ]
     queries = torch.from_numpy(encoder.encoder.encode([e[0] for e in examples], batch_size=128))
-    for (_, index, _, _, lexical), query in zip(examples, queries.numpy(), strict=True):
-        add_dense_rank(lexical, vectors[index].numpy(), query)
+    example_features = [
+        torch.from_numpy(
+            features.for_scan(query, [doc_list[index]], vectors[index].numpy(), query_vector)
+        )
+        for (query, index, _, _), query_vector in zip(examples, queries.numpy(), strict=True)
+    ]
     manifest.update(
         examples=len(examples),
         documents=len(doc_list),
@@ -242,7 +238,7 @@ def build_training_set(
     return TrainingSet(
         vectors=vectors,
         queries=queries,
-        features=[torch.from_numpy(e[4]) for e in examples],
+        features=example_features,
         labels=[torch.from_numpy(e[2]) for e in examples],
         document_of=[e[1] for e in examples],
         sources=[e[3] for e in examples],
