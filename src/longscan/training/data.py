@@ -186,7 +186,12 @@ def build_training_set(
     documents: dict[str, int] = {}
     doc_list: list[Document] = []
     examples: list[tuple[str, int, np.ndarray, str]] = []  # query, document, labels, source
-    manifest: dict[str, Any] = {"split": split, "sources": {}, "dropped_contaminated": 0}
+    manifest: dict[str, Any] = {
+        "split": split,
+        "encoder": encoder.name,  # the checkpoint records what made its input vectors
+        "sources": {},
+        "dropped_contaminated": 0,
+    }
     combos = [(d, w, s) for d in datasets for w in lengths_words for s in seeds]
     contaminated: set[str] = set()
     for dataset, words, seed in tqdm(

@@ -103,8 +103,7 @@ def run_training(
         "seconds_total": round(time.perf_counter() - started, 1),
         "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
     }
-    encoder_name = ContextualSentenceEncoder(get_encoder()).name  # what the vectors came from
-    save_checkpoint(model, out_dir, encoder_name, metadata={"seed": args.seed})
+    save_checkpoint(model, out_dir, train_set.manifest["encoder"], metadata={"seed": args.seed})
     (out_dir / "training.json").write_text(json.dumps(report, indent=2) + "\n")
     (out_dir / "loss.json").write_text(json.dumps(history["loss"]) + "\n")
     command = "longscan " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "run_training(...)"

@@ -63,3 +63,26 @@ def test_a_few_steps_on_real_data_lower_the_loss(tmp_path) -> None:
     losses = history["loss"]
     assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5])
     assert not model.training
+
+
+def test_run_training_writes_a_loadable_checkpoint_and_reuses_cached_data(tmp_path) -> None:
+    from longscan.scanning import load_checkpoint
+    from longscan.training.pipeline import run_training
+
+    args = TrainingArgs(
+        model=ScannerConfig(d_model=32, n_layers=1, d_state=8, headdim=16, n_features=N_FEATURES),
+        datasets=("squad",),
+        lengths_words=(600,),
+        seeds=(0,),
+        max_per_source=4,
+        batch_size=4,
+        accumulation=1,
+        threads=1,
+    )
+    first = run_training(args, tmp_path / "a", progress=False, data_cache=tmp_path / "data")
+    second = run_training(args, tmp_path / "b", progress=False, data_cache=tmp_path / "data")
+    assert first["train_manifest"] == second["train_manifest"]
+    assert second["seconds_data"] < first["seconds_data"]
+    model, info = load_checkpoint(tmp_path / "b")
+    assert info.encoder == "all-MiniLM-L6-v2/ctx256"
+    assert (tmp_path / "b" / "MODEL_CARD.md").read_text().startswith("# longscan scanner")
