@@ -288,8 +288,13 @@ class _Filler:
     question rather than O(pool), which keeps thousands of items over large pools fast.
     """
 
-    def __init__(self, questions: Sequence[MultiHopQuestion], rng: random.Random) -> None:
-        unique = {p.key: p for q in questions for p in q.paragraphs}
+    def __init__(
+        self,
+        questions: Sequence[MultiHopQuestion],
+        rng: random.Random,
+        keep: Callable[[MultiHopParagraph], bool] | None = None,
+    ) -> None:
+        unique = {p.key: p for q in questions for p in q.paragraphs if keep is None or keep(p)}
         self.pool = list(unique.values())
         self.order = list(range(len(self.pool)))
         self.rng = rng
@@ -303,16 +308,23 @@ class _Filler:
 
 
 def _mix(
-    question: MultiHopQuestion, filler: _Filler, target_words: int, rng: random.Random
+    question: MultiHopQuestion,
+    filler: _Filler,
+    target_words: int,
+    rng: random.Random,
+    keep: Callable[[MultiHopParagraph], bool] | None = None,
 ) -> tuple[list[MultiHopParagraph], set[tuple[str, str]]]:
     """The question's own paragraphs plus other questions' paragraphs until ``target_words``,
     shuffled, with no paragraph twice; also the keys of the question's own paragraphs.
+    Own distractors that ``keep`` rejects are left out (supporting ones always stay).
 
     Raises:
         ValueError: the split's paragraphs cannot fill ``target_words``.
     """
     own: dict[tuple[str, str], MultiHopParagraph] = {}
     for paragraph in question.paragraphs:  # a duplicate keeps the supporting copy
+        if not paragraph.supporting and keep is not None and not keep(paragraph):
+            continue
         if paragraph.key not in own or paragraph.supporting:
             own[paragraph.key] = paragraph
     chosen = list(own.values())
@@ -404,11 +416,14 @@ def build_multihop(
     mode: MultiHopMode = "long",
     dev_fraction: float | None = None,
     split_seed: int = 0,
+    keep: Callable[[MultiHopParagraph], bool] | None = None,
 ) -> list[QAItem]:
     """One item per question (in random order): its paragraphs mixed with other questions'.
 
     Distractors come only from the same split's questions, so no evaluation paragraph set
-    leaks into training. ``mode="long"`` makes one document (paragraphs separated by blank
+    leaks into training; ``keep`` can reject more distractors (training uses it to leave
+    out paragraphs that also occur in evaluation documents, since MuSiQue's questions share
+    paragraphs across its train/dev split). ``mode="long"`` makes one document (paragraphs separated by blank
     lines, gold = supporting sentence or paragraph spans); ``mode="collection"`` makes one
     document per paragraph, with ``gold_doc_ids`` for document-level metrics.
 
@@ -420,7 +435,7 @@ def build_multihop(
     _check_positive(target_words=target_words, max_items=max_items)
     questions = multihop_questions(dataset, split, dev_fraction, split_seed, data_dir)
     rng = random.Random(seed)
-    filler = _Filler(questions, rng)
+    filler = _Filler(questions, rng, keep)
     order = list(questions)
     rng.shuffle(order)
     benchmark = f"{dataset}-{mode}"
@@ -432,7 +447,7 @@ def build_multihop(
     }
     items = []
     for question in order[:max_items]:
-        paragraphs, own = _mix(question, filler, target_words, rng)
+        paragraphs, own = _mix(question, filler, target_words, rng, keep)
         item_id = f"{benchmark}/{question.id}"
         items.append(_multihop_item(question, paragraphs, own, item_id, mode, metadata))
     return items

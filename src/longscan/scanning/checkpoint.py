@@ -70,7 +70,7 @@ def save_checkpoint(
         "longscan_version": __version__,
         "model": model.config.to_dict(),
         "encoder": encoder,
-        "features": list(FEATURE_NAMES),
+        "features": list(FEATURE_NAMES[: model.config.n_features]),
         "weights_sha256": file_sha256(weights),
         "metadata": metadata or {},
     }
@@ -94,7 +94,7 @@ def read_info(directory: Path) -> tuple[CheckpointInfo, dict[str, Any]]:
             f"(this longscan reads version {FORMAT_VERSION})"
         )
     features = tuple(raw.get("features", ()))
-    if features != FEATURE_NAMES:
+    if features != FEATURE_NAMES[: len(features)]:  # newer features are appended, never reordered
         raise CheckpointError(
             f"{config_path}: trained with features {features}, this longscan computes "
             f"{FEATURE_NAMES}"
@@ -103,6 +103,11 @@ def read_info(directory: Path) -> tuple[CheckpointInfo, dict[str, Any]]:
         config = ScannerConfig.from_dict(raw["model"])
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"{config_path}: invalid model config ({error})") from None
+    if config.n_features != len(features):
+        raise CheckpointError(
+            f"{config_path}: the model reads {config.n_features} features but {len(features)} "
+            "are named"
+        )
     info = CheckpointInfo(config, str(raw.get("encoder", "")), features, raw.get("metadata", {}))
     return info, raw
 

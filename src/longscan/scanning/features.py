@@ -25,6 +25,9 @@ FEATURE_NAMES = (
     "paragraph_position",  # index in the paragraph / paragraph length
     "log_words",  # log(1 + words) / 5
     "dense_rank",  # 1 - log(rank) / log(n) of the sentence vector's cosine with the query
+    # Appended later; a checkpoint trained on a prefix of these names reads only that prefix.
+    "paragraph_bm25",  # the best bm25_over_max in the sentence's paragraph
+    "paragraph_dense_rank",  # rank of the paragraph's mean vector among all paragraphs
 )
 N_FEATURES = len(FEATURE_NAMES)
 
@@ -74,6 +77,7 @@ class LexicalFeatures:
         """
         features = self.compute(query, documents)
         add_dense_rank(features, vectors, query_vector)
+        add_paragraph_features(features, vectors, query_vector)
         return features
 
     def compute(self, query: str, documents: Sequence[Document]) -> np.ndarray:
@@ -116,6 +120,24 @@ def add_dense_rank(features: np.ndarray, vectors: np.ndarray, query: np.ndarray)
     """Fill the ``dense_rank`` column from sentence vectors ``(n, d)`` and the query ``(d,)``."""
     if len(vectors):
         features[:, FEATURE_NAMES.index("dense_rank")] = rank_feature(vectors @ query)
+
+
+def add_paragraph_features(features: np.ndarray, vectors: np.ndarray, query: np.ndarray) -> None:
+    """Fill ``paragraph_bm25`` and ``paragraph_dense_rank``: a sentence that says little on
+    its own ("He was born there.") is evidence when its paragraph matches the question, as
+    chunk retrievers know; these columns give the scanner that signal at every step."""
+    if not len(vectors):
+        return
+    starts = np.flatnonzero(features[:, FEATURE_NAMES.index("paragraph_start")])
+    if not len(starts) or starts[0] != 0:  # every document's first sentence starts a paragraph
+        starts = np.r_[0, starts]
+    sizes = np.diff(np.r_[starts, len(vectors)])
+    best_bm25 = np.maximum.reduceat(features[:, FEATURE_NAMES.index("bm25_over_max")], starts)
+    features[:, FEATURE_NAMES.index("paragraph_bm25")] = np.repeat(best_bm25, sizes)
+    means = np.add.reduceat(vectors, starts, axis=0)
+    means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+    paragraph_rank = rank_feature(means @ query)
+    features[:, FEATURE_NAMES.index("paragraph_dense_rank")] = np.repeat(paragraph_rank, sizes)
 
 
 def structure_features(document: Document) -> np.ndarray:

@@ -124,6 +124,7 @@ class Scanner:
             return np.zeros(0)
         query_vector = self.query_vector(query)
         features = self.features.for_scan(query, documents, vectors, query_vector)
+        features = features[:, : self.model.config.n_features]  # what the checkpoint was trained on
         if self.mode == "stream":
             return self._scan(vectors, query_vector, features)
         tokens = np.concatenate([np.diff(d.sentences, axis=1)[:, 0] for d in documents])

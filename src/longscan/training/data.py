@@ -15,7 +15,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from longscan.bench.builders import (
     multihop_questions,
     squad_articles,
 )
+from longscan.bench.datasets import MultiHopParagraph
 from longscan.bench.items import QAItem
 from longscan.documents import Document
 from longscan.encoders.contextual import ContextualSentenceEncoder
@@ -85,13 +86,40 @@ def contamination(document: Document, fingerprints: set[bytes]) -> float:
     return sum(fingerprint(s) in fingerprints for s in sentences) / len(sentences)
 
 
+class CleanParagraphs:
+    """Accepts a multi-hop paragraph when none of its sentences occurs in evaluation data.
+
+    Filtering distractors paragraph by paragraph keeps training documents that a
+    whole-document check would drop: MuSiQue's train and dev questions share many paragraphs.
+    """
+
+    def __init__(self, fingerprints: set[bytes]) -> None:
+        self.fingerprints = fingerprints
+        self._verdicts: dict[tuple[str, str], bool] = {}
+
+    def __call__(self, paragraph: MultiHopParagraph) -> bool:
+        if paragraph.key not in self._verdicts:
+            self._verdicts[paragraph.key] = not any(
+                fingerprint(s) in self.fingerprints for s in _sentences_of(paragraph.text)
+            )
+        return self._verdicts[paragraph.key]
+
+
 def source_items(
-    dataset: str, split: str, words: int, seed: int, limit: int, data_dir: str | None = None
+    dataset: str,
+    split: str,
+    words: int,
+    seed: int,
+    limit: int,
+    data_dir: str | None = None,
+    keep: Callable[[MultiHopParagraph], bool] | None = None,
 ) -> list[QAItem]:
     """Items of one training source at one length (a fresh distractor mix per seed)."""
     if dataset == "squad":
         return build_squad_long(split, words, max_items=limit, seed=seed, data_dir=data_dir)
-    items = build_multihop(dataset, split, words, max_items=None, seed=seed, data_dir=data_dir)
+    items = build_multihop(
+        dataset, split, words, max_items=None, seed=seed, data_dir=data_dir, keep=keep
+    )
     return items[:limit]
 
 
@@ -194,10 +222,11 @@ def build_training_set(
     }
     combos = [(d, w, s) for d in datasets for w in lengths_words for s in seeds]
     contaminated: set[str] = set()
+    keep = CleanParagraphs(fingerprints) if fingerprints is not None else None
     for dataset, words, seed in tqdm(
         combos, desc=f"building {split} examples", disable=not progress
     ):
-        items = source_items(dataset, split, words, seed, max_per_source, data_dir)
+        items = source_items(dataset, split, words, seed, max_per_source, data_dir, keep)
         kept, dropped = 0, set()
         for item in items:
             (document,) = item.documents

@@ -57,6 +57,14 @@ def test_corrupt_config_is_refused(tiny_checkpoint: Path, content: str) -> None:
         load_checkpoint(tiny_checkpoint)
 
 
+def test_features_out_of_order_are_refused(tiny_checkpoint: Path) -> None:
+    config = json.loads((tiny_checkpoint / CONFIG_FILE).read_text())
+    config["features"] = list(reversed(config["features"]))
+    (tiny_checkpoint / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="trained with features"):
+        load_checkpoint(tiny_checkpoint)
+
+
 def test_missing_checkpoint_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="not a scanner checkpoint"):
         load_checkpoint(tmp_path)

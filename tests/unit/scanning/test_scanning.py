@@ -74,3 +74,17 @@ def test_lexical_features_mark_matching_sentences() -> None:
     assert features[0, 0] == pytest.approx(1.0) and features[1:, 0].max() == 0
     assert features[0, 2] == pytest.approx(1.0)
     assert list(features[:, 3]) == [1, 1, 0]  # paragraph starts
+
+
+def test_paragraph_features_spread_the_best_match_over_the_paragraph() -> None:
+    document = Document(
+        "d", "The cat sat on the mat. It purred.\n\nDogs bark. The moon is bright.\n\nRain."
+    )
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(len(document.sentences), 8)).astype(np.float32)
+    features = LexicalFeatures().for_scan("where did the cat sit", [document], vectors, vectors[2])
+    column = {name: features[:, i] for i, name in enumerate(FEATURE_NAMES)}
+    assert list(column["paragraph_bm25"]) == [1, 1, 0, 0, 0]  # "It purred." shares the match
+    dense = column["paragraph_dense_rank"]
+    assert dense[2] == dense[3] == dense.max()  # the paragraph holding the query's vector
+    assert dense[0] == dense[1] and dense[4] != dense[0]

@@ -10,7 +10,12 @@ from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.models.config import ScannerConfig
 from longscan.scanning import N_FEATURES
 from longscan.training import TrainingArgs, TrainingSet, build_training_set, train, weighted_bce
-from longscan.training.data import contamination, sentence_fingerprints
+from longscan.training.data import (
+    CleanParagraphs,
+    contamination,
+    sentence_fingerprints,
+    source_items,
+)
 from longscan.training.trainer import cosine_with_warmup
 
 
@@ -35,6 +40,27 @@ def test_decontamination_keeps_half_percent_drops_two_percent() -> None:
     assert contamination(document, sentence_fingerprints(sentences[:5])) == pytest.approx(0.005)
     assert contamination(document, sentence_fingerprints(sentences[:20])) == pytest.approx(0.02)
     assert contamination(document, sentence_fingerprints(["  SENTENCE number 3 is  here."])) > 0
+
+
+def test_clean_paragraphs_keep_musique_training_documents_free_of_dev_sentences() -> None:
+    from longscan.bench.builders import multihop_questions
+
+    dev_sentences = [
+        s
+        for q in multihop_questions("musique", "dev")
+        for p in q.paragraphs
+        for s in Document("p", p.text).sentence_texts()
+    ]
+    fingerprints = sentence_fingerprints(dev_sentences)
+    keep = CleanParagraphs(fingerprints)
+    items = source_items("musique", "train", 3_800, seed=0, limit=40, keep=keep)
+    shares = [contamination(item.documents[0], fingerprints) for item in items]
+    # supporting paragraphs may be shared with dev questions; distractors never are
+    assert sum(share <= 0.01 for share in shares) >= 0.9 * len(items)
+    unfiltered = source_items("musique", "train", 3_800, seed=0, limit=40)
+    assert sum(contamination(i.documents[0], fingerprints) <= 0.01 for i in unfiltered) < sum(
+        share <= 0.01 for share in shares
+    )
 
 
 def test_a_few_steps_on_real_data_lower_the_loss(tmp_path) -> None:
