@@ -21,5 +21,10 @@ def isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 
 
 @pytest.fixture(scope="session")
+def novel_path() -> Path:
+    return NOVEL
+
+
+@pytest.fixture(scope="session")
 def novel() -> Document:
     return read_file(NOVEL, doc_id="alice")

@@ -8,12 +8,18 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from longscan.answering.llm import LLMClient, LLMConfig
+    from longscan.bench.qa import QARun
+    from longscan.documents import Document, Evidence
 
 app = typer.Typer(
     help="Question answering over very long documents: find the evidence, cite it by offsets.",
@@ -25,6 +31,13 @@ console = Console(width=None if Console().is_terminal else 200)  # logs keep who
 errors = Console(stderr=True)
 
 CONTEXT_CHARS = 160
+LLM_URL_OPTION = typer.Option(
+    "--llm", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1 (or LONGSCAN_LLM_URL)."
+)
+LLM_MODEL_OPTION = typer.Option("--llm-model", help="Model name (or LONGSCAN_LLM_MODEL).")
+LLM_CONFIG_OPTION = typer.Option(
+    "--llm-config", help="TOML file with an \\[llm] table (default ~/.config/longscan/llm.toml)."
+)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -38,6 +51,14 @@ def _setup_logging(verbose: bool) -> None:
         format="%(levelname)s: %(message)s",
         stream=sys.stderr,
     )
+
+
+def _llm_config(
+    url: str | None, model: str | None, config_file: Path | None, **overrides: Any
+) -> LLMConfig | None:
+    from longscan.answering.llm import resolve_config
+
+    return resolve_config(url, model, config_file, **overrides)
 
 
 def _highlighted(text: str, start: int, end: int, context: int) -> Text:
@@ -63,9 +84,13 @@ def ask(
     context: Annotated[
         int, typer.Option(min=0, help="Characters of context around each hit.")
     ] = CONTEXT_CHARS,
+    llm: Annotated[str | None, LLM_URL_OPTION] = None,
+    llm_model: Annotated[str | None, LLM_MODEL_OPTION] = None,
+    llm_config: Annotated[Path | None, LLM_CONFIG_OPTION] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Print the top evidence for a question, with document, offsets, score and context."""
+    """Print the top evidence for a question, with document, offsets, score and context;
+    with an LLM configured, also its answer, citing the evidence it used."""
     _setup_logging(verbose)
     from longscan.documents import DocumentError, read_paths
     from longscan.retrievers import get_retriever
@@ -76,20 +101,54 @@ def ask(
         validate_query(query)
         documents = read_paths(paths)
         chosen = get_retriever(retriever or DEFAULT_RETRIEVER)
+        llm_settings = _llm_config(llm, llm_model, llm_config)
     except (DocumentError, ValueError) as error:
         raise _fail(str(error)) from None
     with console.status(f"reading {len(documents)} document(s) with {chosen.name}…"):
         evidence = chosen.retrieve(query, documents, top_k=top_k)
+    answer, llm_error = None, None
+    if llm_settings is not None:
+        from longscan.answering.llm import LLMClient, LLMError
+        from longscan.answering.pipelines import answer_with_evidence
+
+        try:
+            with console.status(f"asking {llm_settings.model}…"):
+                answer = answer_with_evidence(LLMClient(llm_settings), query, evidence, documents)
+        except LLMError as error:
+            llm_error = str(error)
     if as_json:
         payload = {
             "query": query,
             "retriever": retriever or DEFAULT_RETRIEVER,
             "evidence": [item.to_dict() for item in evidence],
+            "answer": None if answer is None else answer.text,
+            "citations": [] if answer is None else [c.to_dict() for c in answer.citations],
+            "llm_error": llm_error,
         }
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
-        return
+    else:
+        _print_evidence(query, retriever or DEFAULT_RETRIEVER, evidence, documents, context)
+        if answer is not None:
+            cited = ", ".join(f"{c.doc_id} chars {c.start}–{c.end}" for c in answer.citations)
+            console.print(f"\n[bold green]Answer[/] ({llm_settings.model}): {answer.text.strip()}")
+            console.print(f"[dim]cites: {cited or 'nothing'}[/]", highlight=False)
+    if llm_settings is None and not as_json:
+        from longscan.answering.llm import HOW_TO_ADD_AN_LLM
+
+        errors.print(f"\n[dim]{HOW_TO_ADD_AN_LLM}[/]", highlight=False, soft_wrap=True)
+    if llm_error is not None:
+        raise _fail(f"the evidence is above; the LLM gave no answer: {llm_error}", code=1)
+
+
+def _print_evidence(
+    query: str,
+    retriever_name: str,
+    evidence: Sequence[Evidence],
+    documents: Sequence[Document],
+    context: int,
+) -> None:
     texts = {document.id: document.text for document in documents}
-    console.print(f"[bold]{query}[/]  ({retriever or DEFAULT_RETRIEVER})")
+    console.print(f"[bold]{query}[/]  ({retriever_name})")
     for rank, item in enumerate(evidence, start=1):
         console.print(
             f"\n[bold cyan]{rank}.[/] {item.doc_id} [dim]chars {item.start}–{item.end}"
@@ -211,6 +270,127 @@ def retrievers() -> None:
 
     for name in available():
         typer.echo(name)
+
+
+@app.command(name="llm-serve")
+def llm_serve(
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8080,
+    context_tokens: Annotated[int, typer.Option(min=512, help="The model's window.")] = 8192,
+    threads: Annotated[int, typer.Option(min=1)] = 2,
+) -> None:
+    """Serve the small local model (Gemma 3 270M) on 127.0.0.1 with llama.cpp's
+    OpenAI-compatible server until Ctrl-C; needs the [local-llm] extra."""
+    import time
+
+    from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer
+
+    try:
+        with LocalServer(context_tokens, threads, port) as url:
+            console.print(f"serving {LOCAL_MODEL_NAME} at {url} (Ctrl-C stops)", highlight=False)
+            console.print(f"longscan ask FILE -q QUESTION --llm {url}", highlight=False)
+            while True:
+                time.sleep(3600)
+    except RuntimeError as error:
+        raise _fail(str(error)) from None
+    except KeyboardInterrupt:
+        pass
+
+
+QA_BENCHMARKS = (
+    "loong",
+    "leval-coursera",
+    "leval-financial",
+    "localize-hotpotqa",
+    "localize-musique",
+)
+
+
+@app.command(name="bench")
+def bench_command(
+    benchmark: Annotated[str, typer.Argument(help=f"One of: {', '.join(QA_BENCHMARKS)}.")],
+    system: Annotated[
+        list[str] | None,
+        typer.Option("--retriever", "-r", help="Retriever, or full-context; repeat to compare."),
+    ] = None,
+    llm: Annotated[str | None, LLM_URL_OPTION] = None,
+    llm_model: Annotated[str | None, LLM_MODEL_OPTION] = None,
+    llm_config: Annotated[Path | None, LLM_CONFIG_OPTION] = None,
+    local: Annotated[
+        bool, typer.Option("--local", help="Start the small local model and use it.")
+    ] = False,
+    context_tokens: Annotated[
+        int | None, typer.Option(min=512, help="The LLM's window in tokens (prompt budgets).")
+    ] = None,
+    budget_words: Annotated[int, typer.Option(min=10, help="Evidence words per question.")] = 1000,
+    window_tokens: Annotated[
+        int | None, typer.Option(min=256, help="Full-context window (default: the LLM's).")
+    ] = None,
+    max_items: Annotated[int | None, typer.Option(min=1)] = None,
+    k: Annotated[int, typer.Option(min=1, help="Documents an LLM localisation returns.")] = 5,
+    out: Annotated[Path, typer.Option(help="Folder for JSON and markdown.")] = Path("runs/qa"),
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Run an answer-level benchmark end to end (answers, judge, scores, cost) and write a
+    JSON report and a markdown table per system."""
+    _setup_logging(verbose)
+    import contextlib
+
+    from longscan.answering.llm import LLMClient, LLMError
+
+    if benchmark not in QA_BENCHMARKS:
+        raise _fail(f"unknown benchmark {benchmark!r}; choose one of {', '.join(QA_BENCHMARKS)}")
+    with contextlib.ExitStack() as stack:
+        try:
+            if local:
+                from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer
+
+                llm = stack.enter_context(LocalServer(context_tokens or 8192))
+                llm_model = LOCAL_MODEL_NAME
+            settings = _llm_config(llm, llm_model, llm_config, context_tokens=context_tokens)
+        except (RuntimeError, ValueError) as error:
+            raise _fail(str(error)) from None
+        if settings is None:
+            from longscan.answering.llm import HOW_TO_ADD_AN_LLM
+
+            raise _fail(f"this benchmark needs an LLM. {HOW_TO_ADD_AN_LLM}")
+        for name in system or (["scanner"] if not benchmark.startswith("localize") else ["llm"]):
+            client = LLMClient(settings)
+            try:
+                run = _run_qa(benchmark, name, client, budget_words, window_tokens, max_items, k)
+            except (LLMError, ValueError, FileNotFoundError) as error:
+                raise _fail(str(error)) from None
+            console.print(run.summary["markdown"], highlight=False)
+            console.print(f"usage: {json.dumps(run.usage)}", highlight=False)
+            for path in run.write(out):
+                console.print(f"wrote {path}", highlight=False)
+
+
+def _run_qa(
+    benchmark: str,
+    name: str,
+    client: LLMClient,
+    budget_words: int,
+    window_tokens: int | None,
+    max_items: int | None,
+    k: int,
+) -> QARun:
+    """One system on one answer-level benchmark."""
+    from longscan.bench import qa
+    from longscan.bench.runner import make_retriever
+
+    if benchmark.startswith("localize-"):
+        dataset = benchmark.split("-", 1)[1]
+        return qa.run_localization(client, f"{dataset}-collection", k=k, max_items=max_items)
+    retriever = None if name == qa.FULL_CONTEXT else make_retriever(name, [])
+    if benchmark == "loong":
+        return qa.run_loong(
+            client, retriever, system=name, budget_words=budget_words, max_items=max_items
+        )
+    task = "coursera" if benchmark == "leval-coursera" else "financial_qa"
+    return qa.run_longdoc_qa(
+        client, task, retriever, system=name, budget_words=budget_words,
+        window_tokens=window_tokens, max_items=max_items,
+    )  # fmt: skip
 
 
 def main() -> None:

@@ -423,8 +423,8 @@ def build_multihop(
     Distractors come only from the same split's questions, so no evaluation paragraph set
     leaks into training; ``keep`` can reject more distractors (training uses it to leave
     out paragraphs that also occur in evaluation documents, since MuSiQue's questions share
-    paragraphs across its train/dev split). ``mode="long"`` makes one document (paragraphs separated by blank
-    lines, gold = supporting sentence or paragraph spans); ``mode="collection"`` makes one
+    paragraphs across its train/dev split). ``mode="long"`` makes one document (paragraphs
+    separated by blank lines, gold = supporting sentence or paragraph spans); ``mode="collection"`` makes one
     document per paragraph, with ``gold_doc_ids`` for document-level metrics.
 
     Raises:

@@ -200,8 +200,11 @@ def test_keep_leaves_rejected_distractors_out_but_never_evidence(
     for item in build_multihop(dataset, "train", 3_000, max_items=15, data_dir=data_dir, keep=keep):
         question = item.metadata["question_id"]
         supporting = {
-            p.text for q in multihop_questions(dataset, "train", data_dir=data_dir)
-            if q.id == question for p in q.paragraphs if p.supporting
+            p.text
+            for q in multihop_questions(dataset, "train", data_dir=data_dir)
+            if q.id == question
+            for p in q.paragraphs
+            if p.supporting
         }
         pieces = item.documents[0].text.split("\n\n")
         assert supporting <= set(pieces)

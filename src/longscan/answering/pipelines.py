@@ -1,0 +1,131 @@
+"""From evidence (or the whole text) to a cited answer.
+
+Two ways, as in the seed papers: retrieve-then-answer, where the selected sentences go to
+the LLM in document order, numbered and labelled with their document, and the answer's
+``[n]`` citations map back to character offsets; and full-context answering, where a text
+over the model's window is read in windows (SPScanner: 120k tokens, stride 60k) whose
+answers the same LLM merges.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from longscan.answering.llm import LLMClient
+from longscan.answering.prompts import ANSWER_WINDOW, ANSWER_WITH_EVIDENCE, MERGE_WINDOW_ANSWERS
+from longscan.answering.tokens import count_each, count_tokens
+from longscan.documents import Document, Evidence
+from longscan.scanning.scanner import SlidingWindow
+
+_CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+NOT_FOUND = "NOT FOUND"
+PROMPT_MARGIN_TOKENS = 300  # instructions, question and chat template around the text
+
+
+@dataclass
+class Answer:
+    """The LLM's answer, the evidence it was shown and the pieces it cited (with offsets)."""
+
+    text: str
+    evidence: list[Evidence] = field(default_factory=list)
+    citations: list[Evidence] = field(default_factory=list)
+    mode: str = "evidence"
+    windows: int = 1
+
+
+def in_document_order(
+    evidence: Sequence[Evidence], documents: Sequence[Document]
+) -> list[Evidence]:
+    """Evidence sorted by the documents' order, then by position in the document."""
+    rank = {document.id: i for i, document in enumerate(documents)}
+    return sorted(evidence, key=lambda e: (rank.get(e.doc_id, len(rank)), e.start))
+
+
+def format_evidence(evidence: Sequence[Evidence]) -> str:
+    """``[n] (document id) text`` lines; n is what the answer cites."""
+    return "\n".join(
+        f"[{n}] ({item.doc_id}) {' '.join(item.text.split())}"
+        for n, item in enumerate(evidence, start=1)
+    )
+
+
+def parse_citations(text: str, evidence: Sequence[Evidence]) -> list[Evidence]:
+    """The evidence items an answer cites as ``[3]``, ``[2, 5]`` or ``[2][5]``, first
+    mention first; numbers outside the evidence list are ignored."""
+    cited: dict[int, Evidence] = {}
+    for group in _CITATION.findall(text):
+        for number in re.split(r"\s*[,;]\s*", group):
+            index = int(number) - 1
+            if 0 <= index < len(evidence) and index not in cited:
+                cited[index] = evidence[index]
+    return list(cited.values())
+
+
+def answer_with_evidence(
+    client: LLMClient, question: str, evidence: Sequence[Evidence], documents: Sequence[Document]
+) -> Answer:
+    ordered = in_document_order(evidence, documents)
+    completion = client.chat(
+        ANSWER_WITH_EVIDENCE.messages(evidence=format_evidence(ordered), question=question)
+    )
+    return Answer(
+        completion.text, ordered, parse_citations(completion.text, ordered), mode="evidence"
+    )
+
+
+def text_windows(
+    documents: Sequence[Document], window_tokens: int, stride_tokens: int
+) -> list[str]:
+    """The documents (each headed by its id) cut at sentence ends into windows of at most
+    about ``window_tokens`` cl100k tokens, a new window every ``stride_tokens``."""
+    pieces = [
+        (f"[{document.id}] " if i == 0 else "") + text
+        for document in documents
+        for i, text in enumerate(document.sentence_texts())
+    ]
+    if not pieces:
+        return []
+    tokens = np.asarray(count_each(pieces), dtype=np.float64)
+    windows = SlidingWindow(window_tokens, stride_tokens).windows(np.maximum(tokens, 1.0))
+    return [" ".join(pieces[start:stop]) for start, stop in windows]
+
+
+def answer_full_context(
+    client: LLMClient,
+    question: str,
+    documents: Sequence[Document],
+    window_tokens: int | None = None,
+    stride_tokens: int | None = None,
+) -> Answer:
+    """Read everything; over the window, answer per window and let the LLM merge.
+
+    ``window_tokens`` defaults to what the configured model's context leaves after the
+    prompt and the answer; the stride to half the window, as in the paper (120k/60k).
+    """
+    window = window_tokens or max(
+        256, client.config.context_tokens - client.config.max_tokens - PROMPT_MARGIN_TOKENS
+    )
+    stride = stride_tokens or max(1, window // 2)
+    texts = text_windows(documents, window, stride)
+    if not texts:
+        raise ValueError("the documents hold no text to answer from")
+    requests = [
+        ANSWER_WINDOW.messages(part=str(i), parts=str(len(texts)), text=text, question=question)
+        for i, text in enumerate(texts, start=1)
+    ]
+    answers = [c.text.strip() for c in client.chat_many(requests, desc="windows")]
+    if len(answers) == 1:
+        return Answer(answers[0], mode="full-context")
+    found = [a for a in answers if a and NOT_FOUND not in a.upper()]
+    if not found:
+        return Answer(NOT_FOUND, mode="full-context", windows=len(answers))
+    listed = "\n".join(f"- {a}" for a in found)
+    budget = client.config.context_tokens - client.config.max_tokens - PROMPT_MARGIN_TOKENS
+    while count_tokens(listed) > budget and "\n" in listed:  # keep the merge inside the window
+        listed = listed.rsplit("\n", 1)[0]
+    merged = client.chat(MERGE_WINDOW_ANSWERS.messages(question=question, answers=listed))
+    return Answer(merged.text.strip(), mode="full-context", windows=len(answers))

@@ -1,0 +1,124 @@
+"""Every prompt longscan sends, in one place, each with a version.
+
+The prompts are written from the seed papers' descriptions (SPScanner's yes/no judge with
+separate free-form and multiple-choice prompts, Loong's 1-100 ``[[score]]`` judge, EMB-S's
+0-5 judge and ``[DocID=n]`` localisation). A prompt's text is part of the LLM cache key, so
+editing one re-asks the LLM; bump its version so reports say which wording produced them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    version: int
+    system: str
+    user: str
+
+    def messages(self, **fields: str) -> list[Message]:
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.user.format(**fields)},
+        ]
+
+    @property
+    def tag(self) -> str:
+        return f"{self.name}@v{self.version}"
+
+
+ANSWER_WITH_EVIDENCE = Prompt(
+    "answer-with-evidence",
+    1,
+    "You answer questions about long documents using only the numbered evidence given. "
+    "Cite the evidence you use by its number in square brackets, e.g. [3] or [2][5]. "
+    "If the evidence does not contain the answer, say so.",
+    "Evidence (in document order):\n{evidence}\n\nQuestion: {question}\n\n"
+    "Answer briefly, citing evidence numbers.",
+)
+
+ANSWER_WINDOW = Prompt(
+    "answer-window",
+    1,
+    "You read one part of a long text and answer a question from it alone. If this part "
+    "does not contain the answer, reply exactly: NOT FOUND.",
+    "Part {part} of {parts} of the text:\n{text}\n\nQuestion: {question}\n\nAnswer briefly.",
+)
+
+MERGE_WINDOW_ANSWERS = Prompt(
+    "merge-window-answers",
+    1,
+    "Several readers each saw one part of a long text and answered the same question. "
+    "Combine their answers into one final answer; ignore parts that say NOT FOUND.",
+    "Question: {question}\n\nAnswers from each part:\n{answers}\n\nFinal answer:",
+)
+
+JUDGE_FREE_FORM = Prompt(
+    "judge-yes-no-free-form",
+    1,
+    "You grade answers to questions about long documents. Compare the model's answer with "
+    "the reference answer. Say yes if the model's answer conveys the same information as "
+    "the reference (wording may differ), no otherwise. Reply with one word: yes or no.",
+    "Question: {question}\nReference answer: {reference}\nModel answer: {answer}\n\n"
+    "Is the model answer correct? (yes/no)",
+)
+
+JUDGE_MULTIPLE_CHOICE = Prompt(
+    "judge-yes-no-multiple-choice",
+    1,
+    "You grade answers to multiple-choice questions. The model's answer is correct if it "
+    "picks the same option(s) as the reference, whether it gives the letter, the option's "
+    "text or both. Reply with one word: yes or no.",
+    "Question and options: {question}\nReference option(s): {reference}\n"
+    "Model answer: {answer}\n\nDid the model pick the reference option(s)? (yes/no)",
+)
+
+JUDGE_LOONG = Prompt(
+    "judge-loong",
+    1,
+    "You are an impartial judge of answers to questions over several long documents. "
+    "Compare the assistant's answer with the gold answer for accuracy and completeness; "
+    "every item of the gold answer matters. Explain briefly, then give a score from 1 to "
+    "100 in double square brackets, e.g. [[75]]; give [[100]] only to a fully correct "
+    "answer.",
+    "[Question]\n{question}\n\n[Gold answer]\n{reference}\n\n[Assistant's answer]\n"
+    "{answer}\n\nYour judgement and score:",
+)
+
+JUDGE_EMBS = Prompt(
+    "judge-embs",
+    1,
+    "You grade an answer against a reference on a 0-5 scale: 5 fully correct and complete, "
+    "4 correct with small omissions, 3 partly correct, 2 mostly incorrect but related, "
+    "1 incorrect, 0 no answer or irrelevant. Reply with 'Score: N' and one sentence why.",
+    "Question: {question}\nReference answer: {reference}\nAnswer: {answer}",
+)
+
+LOCALIZE_DOCUMENTS = Prompt(
+    "localize-documents",
+    1,
+    "You find the documents that hold the evidence for a question. Each document starts "
+    "with [DocID=n]. Reply with the ids of the evidence documents, most relevant first, as "
+    "a comma-separated list of integers, and nothing else.",
+    "{corpus}\n\nQuestion: {question}\n\nList the ids of at most {k} evidence documents:",
+)
+
+ALL_PROMPTS = (
+    ANSWER_WITH_EVIDENCE,
+    ANSWER_WINDOW,
+    MERGE_WINDOW_ANSWERS,
+    JUDGE_FREE_FORM,
+    JUDGE_MULTIPLE_CHOICE,
+    JUDGE_LOONG,
+    JUDGE_EMBS,
+    LOCALIZE_DOCUMENTS,
+)
+
+
+def versions() -> dict[str, int]:
+    """Name → version of every prompt, recorded in each benchmark report."""
+    return {prompt.name: prompt.version for prompt in ALL_PROMPTS}
