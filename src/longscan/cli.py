@@ -327,6 +327,7 @@ def bench_command(
     ] = None,
     max_items: Annotated[int | None, typer.Option(min=1)] = None,
     k: Annotated[int, typer.Option(min=1, help="Documents an LLM localisation returns.")] = 5,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per answer.")] = None,
     out: Annotated[Path, typer.Option(help="Folder for JSON and markdown.")] = Path("runs/qa"),
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -346,7 +347,9 @@ def bench_command(
 
                 llm = stack.enter_context(LocalServer(context_tokens or 8192))
                 llm_model = LOCAL_MODEL_NAME
-            settings = _llm_config(llm, llm_model, llm_config, context_tokens=context_tokens)
+            settings = _llm_config(
+                llm, llm_model, llm_config, context_tokens=context_tokens, max_tokens=max_tokens
+            )
         except (RuntimeError, ValueError) as error:
             raise _fail(str(error)) from None
         if settings is None:
