@@ -213,7 +213,10 @@ def run_loong(
         record.update(score=verdict.score, judge_output=verdict.raw)
     name = system or (retriever.name if retriever is not None else FULL_CONTEXT)
     summary = summarize_verdicts(verdicts, perfect=100)
-    summary["markdown"] = _loong_markdown(name, records)
+    summary["markdown"] = _loong_markdown(name, records) + (
+        f"\n\nAvg Score / Perfect Rate over parsed judge outputs: {summary['parsed']} of "
+        f"{summary['n']} parsed (parse-failure rate {summary['parse_failure_rate']:.2f})."
+    )
     return QARun(
         "loong",
         name,

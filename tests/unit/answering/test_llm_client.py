@@ -103,3 +103,17 @@ def test_config_precedence_and_no_keys_in_files(tmp_path: Path, monkeypatch) -> 
     monkeypatch.setenv("LONGSCAN_LLM_CONFIG", str(tmp_path / "absent.toml"))
     monkeypatch.delenv("LONGSCAN_LLM_MODEL")
     assert resolve_config() is None
+
+
+def test_full_context_reads_windows_then_merges(scripted) -> None:
+    from longscan.answering.pipelines import answer_full_context
+    from longscan.documents import Document
+
+    server, client = scripted([(200, completion_body("partial"), 0)], context_tokens=1200)
+    text = "\n\n".join(f"Paragraph {i} says something about topic {i}. " * 8 for i in range(60))
+    answer = answer_full_context(client, "What about topic 7?", [Document("doc", text)])
+    windows = [r for r in server.requests if "Part " in r["messages"][1]["content"]]
+    assert answer.windows == len(windows) >= 3  # stride = half the window, so they overlap
+    assert "Paragraph 59" in windows[-1]["messages"][1]["content"]  # the end is read too
+    merge = server.requests[-1]["messages"][1]["content"]
+    assert merge.count("- partial") == len(windows) and answer.text == "partial"
