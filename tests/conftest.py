@@ -1,12 +1,17 @@
-"""Shared fixtures: the bundled novel, the shared data directory, an isolated cache."""
+"""Shared fixtures: the bundled novel, an isolated cache, a scripted LLM server on loopback
+for error paths, and the real local LLM server."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from longscan.answering.llm import LLMClient, LLMConfig, ResponseCache
 from longscan.documents import Document, read_file
+from scripted_server import Reply, ScriptedServer
 
 REPO = Path(__file__).resolve().parents[1]
 NOVEL = REPO / "src" / "longscan" / "data" / "sample_novel.txt"
@@ -28,3 +33,30 @@ def novel_path() -> Path:
 @pytest.fixture(scope="session")
 def novel() -> Document:
     return read_file(NOVEL, doc_id="alice")
+
+
+@pytest.fixture
+def scripted(tmp_path: Path) -> Iterator[Callable[..., tuple[ScriptedServer, LLMClient]]]:
+    servers: list[ScriptedServer] = []
+
+    def make(replies: list[Reply], **config: object) -> tuple[ScriptedServer, LLMClient]:
+        server = ScriptedServer(replies)
+        servers.append(server)
+        settings = LLMConfig(server.url, "scripted", **{"max_retries": 2, "timeout_s": 5, **config})
+        return server, LLMClient(settings, ResponseCache(tmp_path / f"cache{len(servers)}.sqlite"))
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def local_llm_url() -> Iterator[str]:
+    """The real local model behind llama.cpp's server (skipped only where the [local-llm]
+    extra is absent and LONGSCAN_REQUIRE_LLM is not set; scripts/test.sh sets it)."""
+    if not os.environ.get("LONGSCAN_REQUIRE_LLM"):
+        pytest.importorskip("llama_cpp", reason="the [local-llm] extra is not installed")
+    from longscan.answering.local import LocalServer
+
+    with LocalServer(context_tokens=4096) as url:
+        yield url

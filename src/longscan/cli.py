@@ -222,11 +222,26 @@ def train_command(
     data_cache: Annotated[
         Path | None, typer.Option(help="Folder to keep the encoded training data for reuse.")
     ] = None,
+    datasets: Annotated[
+        str, typer.Option(help="Dataset sources, comma-separated; empty for synthetic only.")
+    ] = "squad,hotpotqa,musique",
+    synthetic: Annotated[
+        list[Path] | None,
+        typer.Option("--synthetic", help="`longscan synth` JSONL to mix in; repeatable."),
+    ] = None,
+    init_from: Annotated[
+        Path | None,
+        typer.Option(
+            help="Fine-tune this checkpoint (e.g. the shipped one) instead of a new model."
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Train the scanner on the shared datasets' train splits and write a checkpoint."""
+    """Train the scanner on the shared datasets' train splits and/or synthetic examples, and
+    write a checkpoint; `--init-from` fine-tunes an existing one on your own domain."""
     _setup_logging(verbose)
     from longscan.models.config import ScannerConfig
+    from longscan.scanning.checkpoint import CheckpointError
     from longscan.scanning.features import N_FEATURES
     from longscan.training.args import TrainingArgs
     from longscan.training.pipeline import run_training
@@ -246,9 +261,12 @@ def train_command(
             lr=lr,
             seed=seed,
             threads=threads,
+            datasets=tuple(d for d in datasets.split(",") if d.strip()),
+            synthetic=tuple(str(path) for path in synthetic or ()),
+            init_from=None if init_from is None else str(init_from),
         )
         report = run_training(args, out, data_cache=data_cache)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, CheckpointError) as error:
         raise _fail(str(error)) from None
     console.print_json(json.dumps({k: report[k] for k in ("dev_metrics", "seconds_total")}))
     console.print(f"wrote {out}", highlight=False)
@@ -270,6 +288,104 @@ def retrievers() -> None:
 
     for name in available():
         typer.echo(name)
+
+
+@app.command()
+def synth(
+    paths: Annotated[list[Path], typer.Argument(help="Long documents (files or folders).")],
+    out: Annotated[Path, typer.Option(help="JSONL file of examples to write.")],
+    strategy: Annotated[
+        list[str] | None,
+        typer.Option("--strategy", "-s", help="chunk, pair or link; repeatable (default link)."),
+    ] = None,
+    count: Annotated[int, typer.Option(min=1, help="Examples to attempt per strategy.")] = 100,
+    chunk_sentences: Annotated[int, typer.Option(min=2)] = 20,
+    window_sentences: Annotated[int, typer.Option(min=4)] = 200,
+    min_tokens: Annotated[int, typer.Option(min=1, help="Shortest example span.")] = 2_000,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Longest example span.")] = 10_000,
+    seed: Annotated[int, typer.Option()] = 0,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Estimate calls and tokens; call nothing.")
+    ] = False,
+    decontaminate: Annotated[
+        bool, typer.Option(help="Drop examples sharing >1% of sentences with benchmarks.")
+    ] = True,
+    llm: Annotated[str | None, LLM_URL_OPTION] = None,
+    llm_model: Annotated[str | None, LLM_MODEL_OPTION] = None,
+    llm_config: Annotated[Path | None, LLM_CONFIG_OPTION] = None,
+    local: Annotated[
+        bool, typer.Option("--local", help="Start the small local model and use it.")
+    ] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Turn long documents into labelled training examples with an LLM (chunk-, pair- or
+    link-based, as in the SPScanner paper) for `longscan train --synthetic`. Every call is
+    cached, so an interrupted run resumes without repeating calls."""
+    _setup_logging(verbose)
+    import contextlib
+
+    from longscan.answering.llm import LLMClient, LLMError
+    from longscan.documents import DocumentError, read_paths
+    from longscan.training import synthetic as syn
+
+    chosen = strategy or ["link"]
+    unknown = [s for s in chosen if s not in syn.STRATEGIES]
+    if unknown:
+        raise _fail(f"unknown strategy {unknown[0]!r}; choose chunk, pair or link")
+    if min_tokens > max_tokens:
+        raise _fail("--min-tokens must not exceed --max-tokens")
+    settings = syn.SynthSettings(
+        chunk_sentences, window_sentences, min_tokens, max_tokens, seed=seed
+    )
+    try:
+        sources = [syn.SourceDocument(d, chunk_sentences) for d in read_paths(paths)]
+        vectors = syn.chunk_vectors(sources) if "pair" in chosen else None
+        requests = [r for s in chosen for r in syn.plan(sources, s, count, settings, vectors)]  # type: ignore[arg-type]
+    except (DocumentError, ValueError) as error:
+        raise _fail(str(error)) from None
+    estimate = syn.estimate(requests, settings)
+    console.print(
+        f"plan: {len(requests)} examples; at most {json.dumps(estimate)}", highlight=False
+    )
+    if dry_run:
+        return
+    fingerprints = None
+    if decontaminate:
+        from longscan.training.data import evaluation_fingerprints
+
+        try:
+            fingerprints = evaluation_fingerprints()
+        except FileNotFoundError as error:
+            raise _fail(f"{error}; pass --no-decontaminate to skip the check") from None
+    with contextlib.ExitStack() as stack:
+        try:
+            if local:
+                from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer
+
+                llm = stack.enter_context(LocalServer())
+                llm_model = LOCAL_MODEL_NAME
+            overrides = {"json_mode": "json_object_schema"} if local else {}
+            settings_llm = _llm_config(llm, llm_model, llm_config, **overrides)
+        except (RuntimeError, ValueError) as error:
+            raise _fail(str(error)) from None
+        if settings_llm is None:
+            from longscan.answering.llm import HOW_TO_ADD_AN_LLM
+
+            raise _fail(f"synth needs an LLM. {HOW_TO_ADD_AN_LLM}")
+        client = LLMClient(settings_llm)
+        stats = syn.SynthStats()
+        try:
+            written = syn.write_examples(
+                syn.generate(client, requests, settings, stats, fingerprints), out
+            )
+        except LLMError as error:
+            raise _fail(f"{error} (rerun to resume: finished calls are cached)") from None
+    console.print_json(
+        json.dumps(
+            {"examples": written, "strategies": stats.as_dict(), "usage": client.usage.as_dict()}
+        )
+    )
+    console.print(f"wrote {out}", highlight=False)
 
 
 @app.command(name="llm-serve")

@@ -61,6 +61,9 @@ class LLMConfig:
     temperature: float = 0.0
     max_tokens: int = 512
     context_tokens: int = 8192  # the model's window, for prompt budgets
+    # How to ask for JSON that follows a schema: "json_schema" (OpenAI, vLLM, Ollama),
+    # "json_object_schema" (llama.cpp's Python server), or "none" (the prompt alone).
+    json_mode: str = "json_schema"
     prompt_price_per_million: float = 0.0
     completion_price_per_million: float = 0.0
     cache_path: str | None = None  # None: <LONGSCAN_CACHE_DIR or ~/.cache/longscan>/llm.sqlite
@@ -200,9 +203,9 @@ class LLMClient:
         import openai
 
         self.config = config
-        self.cache = (
-            cache if cache is not None else ResponseCache(Path(config.cache_path or default_cache_path()))
-        )
+        if cache is None:
+            cache = ResponseCache(Path(config.cache_path or default_cache_path()))
+        self.cache = cache
         self.usage = Usage()
         self._client = openai.OpenAI(
             base_url=config.base_url,
@@ -211,16 +214,29 @@ class LLMClient:
             max_retries=config.max_retries,
         )
 
-    def chat(self, messages: Sequence[Message], max_tokens: int | None = None) -> Completion:
-        """One completion (from the cache when this exact request was made before).
+    def chat(
+        self,
+        messages: Sequence[Message],
+        max_tokens: int | None = None,
+        schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        """One completion (from the cache when this exact request was made before); with
+        ``schema``, the server is asked for JSON that follows it (see ``json_mode``).
 
         Raises:
             LLMError: the server refused, timed out after retries, or sent a malformed reply.
         """
-        params = {
+        params: dict[str, Any] = {
             "temperature": self.config.temperature,
             "max_tokens": max_tokens or self.config.max_tokens,
         }
+        if schema is not None and self.config.json_mode == "json_schema":
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": schema},
+            }
+        elif schema is not None and self.config.json_mode == "json_object_schema":
+            params["response_format"] = {"type": "json_object", "schema": schema}
         key = ResponseCache.key(self.config.model, messages, params)
         completion = self.cache.get(key)
         if completion is None:
@@ -234,10 +250,13 @@ class LLMClient:
         requests: Sequence[Sequence[Message]],
         max_tokens: int | None = None,
         desc: str = "LLM calls",
+        schema: dict[str, Any] | None = None,
     ) -> list[Completion]:
         """Completions in request order, at most ``config.concurrency`` in flight."""
         with ThreadPoolExecutor(max_workers=max(1, self.config.concurrency)) as pool:
-            futures = [pool.submit(self.chat, messages, max_tokens) for messages in requests]
+            futures = [
+                pool.submit(self.chat, messages, max_tokens, schema) for messages in requests
+            ]
             return [
                 future.result()
                 for future in tqdm(futures, desc=desc, disable=len(futures) < 2, leave=False)

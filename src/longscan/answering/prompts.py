@@ -22,7 +22,7 @@ class Prompt:
 
     def messages(self, **fields: str) -> list[Message]:
         return [
-            {"role": "system", "content": self.system},
+            {"role": "system", "content": self.system.format(**fields)},
             {"role": "user", "content": self.user.format(**fields)},
         ]
 
@@ -107,6 +107,38 @@ LOCALIZE_DOCUMENTS = Prompt(
     "{corpus}\n\nQuestion: {question}\n\nList the ids of at most {k} evidence documents:",
 )
 
+SYNTH_CHUNK = Prompt(
+    "synth-chunk",
+    1,
+    "You write training data for a system that finds evidence in long documents. Given "
+    "numbered sentences from a document, write one specific question that these sentences "
+    "answer, and list the numbers of every sentence needed to answer it. Reply in JSON: "
+    '{{"question": "...", "relevant": [numbers]}}.',
+    "Sentences:\n{chunk}\n\nJSON:",
+)
+
+SYNTH_LINKS = Prompt(
+    "synth-find-links",
+    1,
+    "You read a passage of a long document, split into numbered chunks. Chunk {anchor} is "
+    "the starting chunk. Find other chunks that have a real connection to it: the same "
+    "entity, event, figure, cause or consequence, or a reference between them. Reply in "
+    'JSON: {{"links": [{{"chunk": number, "connection": "..."}}]}}, strongest first; an '
+    "empty list if there is none.",
+    "{window}\n\nConnections of chunk {anchor}, as JSON:",
+)
+
+SYNTH_TWO_CHUNKS = Prompt(
+    "synth-two-chunks",
+    1,
+    "You write training data for a system that finds evidence in long documents. Given two "
+    "passages of one document ({relation}), write one question that can only be answered "
+    "with information from both passages, then list the numbers of every sentence needed, "
+    'in each passage. Reply in JSON: {{"question": "...", "relevant_a": [numbers], '
+    '"relevant_b": [numbers]}}.',
+    "Passage A:\n{chunk_a}\n\nPassage B:\n{chunk_b}\n\nJSON:",
+)
+
 ALL_PROMPTS = (
     ANSWER_WITH_EVIDENCE,
     ANSWER_WINDOW,
@@ -116,6 +148,9 @@ ALL_PROMPTS = (
     JUDGE_LOONG,
     JUDGE_EMBS,
     LOCALIZE_DOCUMENTS,
+    SYNTH_CHUNK,
+    SYNTH_LINKS,
+    SYNTH_TWO_CHUNKS,
 )
 
 

@@ -424,8 +424,9 @@ def build_multihop(
     leaks into training; ``keep`` can reject more distractors (training uses it to leave
     out paragraphs that also occur in evaluation documents, since MuSiQue's questions share
     paragraphs across its train/dev split). ``mode="long"`` makes one document (paragraphs
-    separated by blank lines, gold = supporting sentence or paragraph spans); ``mode="collection"`` makes one
-    document per paragraph, with ``gold_doc_ids`` for document-level metrics.
+    separated by blank lines, gold = supporting sentence or paragraph spans);
+    ``mode="collection"`` makes one document per paragraph, with ``gold_doc_ids`` for
+    document-level metrics.
 
     Raises:
         ValueError: bad arguments, or too little text in the split for ``target_words``.

@@ -27,6 +27,9 @@ class TrainingArgs:
         dev_fraction: Held-out examples from the training sources, for development metrics.
         decontamination_threshold: Drop a training document sharing more than this share of
             its sentences with any evaluation document.
+        synthetic: JSONL files of ``longscan synth`` examples, mixed in (or alone, with
+            ``datasets=()``).
+        init_from: A checkpoint folder to fine-tune instead of training from scratch.
     """
 
     model: ScannerConfig = field(default_factory=ScannerConfig)
@@ -45,6 +48,8 @@ class TrainingArgs:
     decontamination_threshold: float = 0.01
     seed: int = 0
     threads: int = 2
+    synthetic: tuple[str, ...] = ()
+    init_from: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

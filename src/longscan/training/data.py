@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -37,6 +37,9 @@ from longscan.documents import Document
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
 from longscan.scanning.features import LexicalFeatures
+
+if TYPE_CHECKING:
+    from longscan.training.synthetic import SyntheticExample
 
 logger = logging.getLogger(__name__)
 
@@ -210,7 +213,6 @@ def build_training_set(
     progress: bool = True,
 ) -> TrainingSet:
     """Build, decontaminate, label and encode examples of ``split``."""
-    features = LexicalFeatures(max_cached=4)
     documents: dict[str, int] = {}
     doc_list: list[Document] = []
     examples: list[tuple[str, int, np.ndarray, str]] = []  # query, document, labels, source
@@ -250,11 +252,28 @@ def build_training_set(
             "dropped": len(dropped),
         }
         manifest["dropped_contaminated"] += len(dropped)
+    return _assemble(encoder, doc_list, examples, manifest, split, progress)
+
+
+def _assemble(
+    encoder: ContextualSentenceEncoder,
+    doc_list: Sequence[Document],
+    examples: Sequence[tuple[str, int, np.ndarray, str]],
+    manifest: dict[str, Any],
+    split: str,
+    progress: bool,
+) -> TrainingSet:
+    """Encode documents and queries once, compute each example's features: the tensors."""
+    features = LexicalFeatures(max_cached=4)
     vectors = [
         torch.from_numpy(encoder.encode_document(document))
         for document in tqdm(doc_list, desc=f"encoding {split} documents", disable=not progress)
     ]
-    queries = torch.from_numpy(encoder.encoder.encode([e[0] for e in examples], batch_size=128))
+    queries = torch.from_numpy(
+        encoder.encoder.encode([e[0] for e in examples], batch_size=128)
+        if examples
+        else np.zeros((0, encoder.dim), dtype=np.float32)
+    )
     example_features = [
         torch.from_numpy(
             features.for_scan(query, [doc_list[index]], vectors[index].numpy(), query_vector)
@@ -277,6 +296,53 @@ def build_training_set(
         document_of=[e[1] for e in examples],
         sources=[e[3] for e in examples],
         manifest=manifest,
+    )
+
+
+def synthetic_training_set(
+    encoder: ContextualSentenceEncoder,
+    examples: Sequence[SyntheticExample],
+    fingerprints: set[bytes] | None = None,
+    threshold: float = 0.01,
+    progress: bool = True,
+) -> TrainingSet:
+    """``longscan synth`` examples as tensors, decontaminated like the dataset examples."""
+    manifest: dict[str, Any] = {
+        "split": "synthetic",
+        "encoder": encoder.name,
+        "sources": {},
+        "dropped_contaminated": 0,
+    }
+    doc_list: list[Document] = []
+    rows: list[tuple[str, int, np.ndarray, str]] = []
+    for example in examples:
+        document = Document(example.id, example.text)
+        counts = manifest["sources"].setdefault(
+            f"synthetic/{example.strategy}", {"kept": 0, "dropped": 0}
+        )
+        if fingerprints is not None and contamination(document, fingerprints) > threshold:
+            counts["dropped"] += 1
+            manifest["dropped_contaminated"] += 1
+            continue
+        gold = set(example.labels)
+        labels = np.array([(int(a), int(b)) in gold for a, b in document.sentences], np.float32)
+        rows.append((example.question, len(doc_list), labels, f"synthetic/{example.strategy}"))
+        doc_list.append(document)
+        counts["kept"] += 1
+    return _assemble(encoder, doc_list, rows, manifest, "synthetic", progress)
+
+
+def concatenate(first: TrainingSet, second: TrainingSet) -> TrainingSet:
+    """Both sets' examples in one set (manifests kept side by side)."""
+    offset = len(first.vectors)
+    return TrainingSet(
+        vectors=[*first.vectors, *second.vectors],
+        queries=torch.cat([first.queries, second.queries]),
+        features=[*first.features, *second.features],
+        labels=[*first.labels, *second.labels],
+        document_of=[*first.document_of, *(i + offset for i in second.document_of)],
+        sources=[*first.sources, *second.sources],
+        manifest={**first.manifest, "synthetic": second.manifest},
     )
 
 

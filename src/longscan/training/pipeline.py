@@ -14,15 +14,24 @@ from typing import Any
 import torch
 
 from longscan import __version__
+from longscan.bench.builders import split_of
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.encoders.minilm import get_encoder
 from longscan.scanning.checkpoint import save_checkpoint
 from longscan.training.args import TrainingArgs
 from longscan.training.card import model_card
-from longscan.training.data import TrainingSet, build_training_set, evaluation_fingerprints
+from longscan.training.data import (
+    TrainingSet,
+    build_training_set,
+    concatenate,
+    evaluation_fingerprints,
+    synthetic_training_set,
+)
+from longscan.training.synthetic import read_examples
 from longscan.training.trainer import train
 
 DEV_EXAMPLES_PER_SOURCE = 30
+SYNTHETIC_DEV_FRACTION = 0.1
 
 
 def _data_key(args: TrainingArgs) -> str:
@@ -34,9 +43,14 @@ def _data_key(args: TrainingArgs) -> str:
         args.max_per_source,
         args.decontamination_threshold,
         DEV_EXAMPLES_PER_SOURCE,
+        tuple(_file_digest(Path(path)) for path in args.synthetic),
         __version__,
     )
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def build_data(
@@ -49,28 +63,48 @@ def build_data(
     encoder = ContextualSentenceEncoder(get_encoder(), paragraph_cache_size=500_000)
     fingerprints = evaluation_fingerprints(data_dir)
     common = (args.datasets, args.lengths_words)
-    train_set = build_training_set(
-        encoder,
-        "train",
-        *common,
-        args.seeds,
-        args.max_per_source,
-        fingerprints,
-        args.decontamination_threshold,
-        data_dir,
-        progress,
-    )
-    dev_set = build_training_set(
-        encoder,
-        "dev",
-        *common,
-        (0,),
-        DEV_EXAMPLES_PER_SOURCE,
-        None,
-        args.decontamination_threshold,
-        data_dir,
-        progress,
-    )
+    parts = []
+    if args.datasets:
+        parts.append(
+            build_training_set(
+                encoder,
+                "train",
+                *common,
+                args.seeds,
+                args.max_per_source,
+                fingerprints,
+                args.decontamination_threshold,
+                data_dir,
+                progress,
+            )
+        )
+    synthetic = [example for path in args.synthetic for example in read_examples(Path(path))]
+    held_out = [e for e in synthetic if split_of(e.id, SYNTHETIC_DEV_FRACTION) == "dev"]
+    if synthetic:
+        dev_ids = {e.id for e in held_out}
+        kept = [e for e in synthetic if args.datasets or e.id not in dev_ids]
+        parts.append(
+            synthetic_training_set(
+                encoder, kept, fingerprints, args.decontamination_threshold, progress
+            )
+        )
+    if not parts:
+        raise ValueError("no training data: name datasets or --synthetic files")
+    train_set = parts[0] if len(parts) == 1 else concatenate(*parts)
+    if args.datasets:
+        dev_set = build_training_set(
+            encoder,
+            "dev",
+            *common,
+            (0,),
+            DEV_EXAMPLES_PER_SOURCE,
+            None,
+            args.decontamination_threshold,
+            data_dir,
+            progress,
+        )
+    else:  # synthetic only: a hash-split slice of the examples, never trained on
+        dev_set = synthetic_training_set(encoder, held_out, None, progress=progress)
     if folder is not None:
         train_set.save(folder / "train")
         dev_set.save(folder / "dev")
@@ -89,7 +123,18 @@ def run_training(
     torch.set_num_threads(args.threads)
     train_set, dev_set = build_data(args, data_dir, progress, data_cache)
     data_seconds = time.perf_counter() - started
-    model, history = train(args, train_set, dev_set, progress)
+    initial = None
+    if args.init_from is not None:
+        from longscan.scanning.checkpoint import load_checkpoint
+
+        initial, info = load_checkpoint(Path(args.init_from))
+        if info.encoder != train_set.manifest["encoder"]:
+            raise ValueError(
+                f"{args.init_from} reads {info.encoder} vectors, the data has "
+                f"{train_set.manifest['encoder']}"
+            )
+        args.model = initial.config
+    model, history = train(args, train_set, dev_set, progress, initial=initial)
     report = {
         "longscan_version": __version__,
         "args": args.to_dict(),

@@ -44,6 +44,7 @@ def evaluate_loss(model: ScannerModel, data: TrainingSet, batch_size: int) -> di
     losses, hits, count = [], 0.0, 0
     generator = torch.Generator().manual_seed(0)
     for sentences, query, features, labels, mask in batches(data, batch_size, generator, False):
+        features = features[..., : model.config.n_features]
         logits = model(sentences, query, features, mask).logits
         losses.append(float(weighted_bce(logits, labels, mask)) * len(query))
         hits += accuracy_at_top(logits, labels, mask, 10) * len(query)
@@ -58,8 +59,10 @@ def train(
     dev_set: TrainingSet | None = None,
     progress: bool = True,
     max_steps: int | None = None,
+    initial: ScannerModel | None = None,
 ) -> tuple[ScannerModel, dict[str, Any]]:
-    """Train a scanner from scratch on precomputed sentence vectors.
+    """Train a scanner on precomputed sentence vectors, from scratch or, with ``initial``,
+    fine-tuning that model (which may read fewer feature columns than the data holds).
 
     Returns:
         The trained model (in eval mode) and a history: per-step losses, dev metrics per
@@ -70,7 +73,7 @@ def train(
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     generator = torch.Generator().manual_seed(args.seed)
-    model = ScannerModel(args.model)
+    model = initial if initial is not None else ScannerModel(args.model)
     model.train()
     optimizer = torch.optim.AdamW(
         _parameter_groups(model, args.weight_decay), lr=args.lr, betas=args.betas
@@ -89,6 +92,7 @@ def train(
         for sentences, query, features, labels, mask in batches(
             train_set, args.batch_size, generator
         ):
+            features = features[..., : model.config.n_features]
             logits = model(sentences, query, features, mask).logits
             loss = weighted_bce(logits, labels, mask)
             (loss / args.accumulation).backward()

@@ -1,0 +1,515 @@
+"""Synthetic training examples from the user's own long documents (SPScanner's recipe).
+
+An LLM reads 20-sentence chunks of a real document and writes a question with a relevance
+label for every sentence, with three strategies:
+
+* ``chunk``: one random chunk;
+* ``pair``: a random chunk and the chunk most similar to it (MiniLM vectors);
+* ``link`` (the paper's best): a chunk at the start or end of a 200-sentence window; the LLM
+  names real connections to other chunks of the window, then writes a question that needs
+  the chunk and a linked one.
+
+Each example is a random span of 2k-10k tokens of the source around the labelled chunks;
+labels are sentence offsets into the example's text. LLM replies are JSON under a schema
+and are validated (indices in range, every list non-empty); an invalid reply is dropped and
+counted, never repaired. Every call goes through the response cache, so an interrupted run
+resumes without repeating a call, and ``plan`` estimates calls and tokens before any is made.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from longscan.answering.llm import LLMClient
+from longscan.answering.prompts import SYNTH_CHUNK, SYNTH_LINKS, SYNTH_TWO_CHUNKS, Prompt
+from longscan.answering.tokens import count_each, count_tokens
+from longscan.documents import Document
+from longscan.training.data import contamination
+
+Strategy = Literal["chunk", "pair", "link"]
+STRATEGIES: tuple[Strategy, ...] = ("chunk", "pair", "link")
+
+
+@dataclass(frozen=True)
+class SynthSettings:
+    chunk_sentences: int = 20
+    window_sentences: int = 200
+    min_tokens: int = 2_000
+    max_tokens: int = 10_000
+    reply_tokens: int = 300
+    seed: int = 0
+
+
+@dataclass
+class SyntheticExample:
+    """One training example: a span of a source document, a question, labelled sentences.
+
+    ``labels`` are ``(start, end)`` offsets into ``text``, each exactly one sentence of
+    ``Document(id, text)``; ``source_start`` places ``text`` in the source document.
+    """
+
+    id: str
+    strategy: str
+    question: str
+    text: str
+    labels: list[tuple[int, int]]
+    source_id: str
+    source_start: int
+    chunks: list[tuple[int, int]]  # labelled chunks as [first, last) sentence indices of the source
+    link_distance: int | None = None  # sentences between the two chunks' starts
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, line: str) -> SyntheticExample:
+        raw = json.loads(line)
+        raw["labels"] = [tuple(x) for x in raw["labels"]]
+        raw["chunks"] = [tuple(x) for x in raw["chunks"]]
+        return cls(**raw)
+
+
+@dataclass
+class SynthStats:
+    """Per-strategy counts: attempts, kept, dropped by reason, label balance, link distance."""
+
+    attempts: Counter[str] = field(default_factory=Counter)
+    kept: Counter[str] = field(default_factory=Counter)
+    dropped: dict[str, Counter[str]] = field(default_factory=dict)
+    positives: Counter[str] = field(default_factory=Counter)
+    sentences: Counter[str] = field(default_factory=Counter)
+    distances: dict[str, list[int]] = field(default_factory=dict)
+
+    def drop(self, strategy: str, reason: str) -> None:
+        self.dropped.setdefault(strategy, Counter())[reason] += 1
+
+    def keep(self, example: SyntheticExample, n_sentences: int) -> None:
+        self.kept[example.strategy] += 1
+        self.positives[example.strategy] += len(example.labels)
+        self.sentences[example.strategy] += n_sentences
+        if example.link_distance is not None:
+            self.distances.setdefault(example.strategy, []).append(example.link_distance)
+
+    def as_dict(self) -> dict[str, Any]:
+        report = {}
+        for strategy in sorted(self.attempts):
+            distances = self.distances.get(strategy, [])
+            report[strategy] = {
+                "attempts": self.attempts[strategy],
+                "examples": self.kept[strategy],
+                "dropped": dict(self.dropped.get(strategy, {})),
+                "positive_rate": self.positives[strategy] / self.sentences[strategy]
+                if self.sentences[strategy]
+                else None,
+                "link_distance_median": float(np.median(distances)) if distances else None,
+                "link_distance_mean": float(np.mean(distances)) if distances else None,
+            }
+        return report
+
+
+QUESTION_SCHEMA = {"type": "string", "minLength": 10, "maxLength": 300}
+
+
+def _indices_schema(n: int) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "integer", "enum": list(range(n))}, "minItems": 1}
+
+
+def chunk_schema(n: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"question": QUESTION_SCHEMA, "relevant": _indices_schema(n)},
+        "required": ["question", "relevant"],
+    }
+
+
+def two_chunk_schema(n_a: int, n_b: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "question": QUESTION_SCHEMA,
+            "relevant_a": _indices_schema(n_a),
+            "relevant_b": _indices_schema(n_b),
+        },
+        "required": ["question", "relevant_a", "relevant_b"],
+    }
+
+
+def links_schema(chunk_ids: Sequence[int]) -> dict[str, Any]:
+    link = {
+        "type": "object",
+        "properties": {
+            "chunk": {"type": "integer", "enum": list(chunk_ids)},
+            "connection": {"type": "string"},
+        },
+        "required": ["chunk", "connection"],
+    }
+    return {
+        "type": "object",
+        "properties": {"links": {"type": "array", "items": link}},
+        "required": ["links"],
+    }
+
+
+class InvalidReply(ValueError):
+    """An LLM reply that does not satisfy its schema or the chunk it talks about."""
+
+
+def _parse(text: str) -> dict[str, Any]:
+    try:
+        reply = json.loads(text)
+    except json.JSONDecodeError:
+        raise InvalidReply("not JSON") from None
+    if not isinstance(reply, dict):
+        raise InvalidReply("not a JSON object")
+    return reply
+
+
+def _question(reply: dict[str, Any]) -> str:
+    question = reply.get("question")
+    if not isinstance(question, str) or len(question.split()) < 3 or "?" not in question:
+        raise InvalidReply("no question")
+    return " ".join(question.split())
+
+
+def _indices(reply: dict[str, Any], key: str, n: int) -> list[int]:
+    values = reply.get(key)
+    if not isinstance(values, list) or not values:
+        raise InvalidReply(f"no {key}")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise InvalidReply(f"{key} holds a non-integer")
+    if not all(0 <= v < n for v in values):
+        raise InvalidReply(f"{key} index out of range")
+    return sorted(set(values))
+
+
+def validate_chunk_reply(text: str, n: int) -> tuple[str, list[int]]:
+    reply = _parse(text)
+    return _question(reply), _indices(reply, "relevant", n)
+
+
+def validate_two_chunk_reply(text: str, n_a: int, n_b: int) -> tuple[str, list[int], list[int]]:
+    reply = _parse(text)
+    return _question(reply), _indices(reply, "relevant_a", n_a), _indices(reply, "relevant_b", n_b)
+
+
+def validate_links_reply(text: str, chunk_ids: Sequence[int]) -> list[int]:
+    links = _parse(text).get("links")
+    if not isinstance(links, list):
+        raise InvalidReply("no links")
+    valid = [
+        link["chunk"]
+        for link in links
+        if isinstance(link, dict)
+        and link.get("chunk") in chunk_ids
+        and str(link.get("connection", "")).strip()
+    ]
+    if not valid:
+        raise InvalidReply("no valid link")
+    return list(dict.fromkeys(valid))
+
+
+class SourceDocument:
+    """A source document cut into chunks of consecutive sentences (never across the end)."""
+
+    def __init__(self, document: Document, chunk_sentences: int) -> None:
+        self.document = document
+        self.spans = document.sentences
+        self.texts = document.sentence_texts()
+        self.tokens = np.asarray(count_each(self.texts)) if self.texts else np.zeros(0)
+        n = len(self.texts)
+        self.chunks = [(a, min(a + chunk_sentences, n)) for a in range(0, n, chunk_sentences)]
+
+    def numbered(self, chunk: tuple[int, int]) -> str:
+        first, last = chunk
+        return "\n".join(
+            f"[{i}] {' '.join(self.texts[first + i].split())}" for i in range(last - first)
+        )
+
+
+@dataclass
+class _Request:
+    """One planned example: the prompt(s) it needs, before any call is made."""
+
+    strategy: Strategy
+    source: SourceDocument
+    chunks: list[tuple[int, int]]
+    prompt: Prompt
+    fields: dict[str, str]
+    schema: dict[str, Any]
+    window: list[tuple[int, int]] = field(default_factory=list)  # link: the window's chunks
+
+
+def plan(
+    sources: Sequence[SourceDocument],
+    strategy: Strategy,
+    count: int,
+    settings: SynthSettings,
+    chunk_vectors: Sequence[np.ndarray] | None = None,
+) -> list[_Request]:
+    """The first-stage requests for ``count`` examples, drawn with a fixed seed."""
+    rng = random.Random(f"{settings.seed}/{strategy}")
+    eligible = [s for s in sources if len(s.chunks) >= (1 if strategy == "chunk" else 2)]
+    if not eligible:
+        raise ValueError(f"no document is long enough for {strategy}-based examples")
+    requests = []
+    for _ in range(count):
+        index = rng.randrange(len(eligible))
+        source = eligible[index]
+        anchor = rng.randrange(len(source.chunks))
+        chunk = source.chunks[anchor]
+        if strategy == "chunk":
+            requests.append(
+                _Request(
+                    strategy,
+                    source,
+                    [chunk],
+                    SYNTH_CHUNK,
+                    {"chunk": source.numbered(chunk)},
+                    chunk_schema(chunk[1] - chunk[0]),
+                )
+            )
+        elif strategy == "pair":
+            vectors = chunk_vectors[sources.index(source)]  # type: ignore[index]
+            similarity = vectors @ vectors[anchor]
+            similarity[anchor] = -np.inf
+            partner = source.chunks[int(np.argmax(similarity))]
+            requests.append(
+                _two_chunk_request(strategy, source, chunk, partner, "two similar passages")
+            )
+        else:
+            per_window = max(2, settings.window_sentences // settings.chunk_sentences)
+            at_start = rng.random() < 0.5
+            first = anchor if at_start else max(0, anchor - per_window + 1)
+            window = source.chunks[first : first + per_window]
+            if len(window) < 2:
+                window = source.chunks[max(0, anchor - per_window + 1) : anchor + 1]
+            label = window.index(chunk)
+            text = "\n\n".join(
+                f"Chunk {k}:\n{' '.join(' '.join(source.texts[i].split()) for i in range(a, b))}"
+                for k, (a, b) in enumerate(window)
+            )
+            others = [k for k in range(len(window)) if k != label]
+            requests.append(
+                _Request(
+                    strategy,
+                    source,
+                    [chunk],
+                    SYNTH_LINKS,
+                    {"window": text, "anchor": str(label)},
+                    links_schema(others),
+                    window,
+                )
+            )
+    return requests
+
+
+def _two_chunk_request(
+    strategy: Strategy,
+    source: SourceDocument,
+    chunk_a: tuple[int, int],
+    chunk_b: tuple[int, int],
+    relation: str,
+) -> _Request:
+    fields = {
+        "chunk_a": source.numbered(chunk_a),
+        "chunk_b": source.numbered(chunk_b),
+        "relation": relation,
+    }
+    schema = two_chunk_schema(chunk_a[1] - chunk_a[0], chunk_b[1] - chunk_b[0])
+    return _Request(strategy, source, [chunk_a, chunk_b], SYNTH_TWO_CHUNKS, fields, schema)
+
+
+def estimate(requests: Sequence[_Request], settings: SynthSettings) -> dict[str, float]:
+    """Calls and cl100k tokens a run will need (a link example makes two calls)."""
+    calls = prompt_tokens = 0
+    for request in requests:
+        tokens = count_tokens(request.prompt.system.format(**request.fields)) + count_tokens(
+            request.prompt.user.format(**request.fields)
+        )
+        calls += 1
+        prompt_tokens += tokens
+        if request.strategy == "link":  # the question call reads two chunks
+            calls += 1
+            prompt_tokens += tokens * 2 // max(1, len(request.window))
+    return {
+        "calls": calls,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens_at_most": calls * settings.reply_tokens,
+    }
+
+
+def example_span(
+    source: SourceDocument,
+    chunks: Sequence[tuple[int, int]],
+    rng: random.Random,
+    settings: SynthSettings,
+) -> tuple[int, int]:
+    """``[first, last)`` sentences: a random span of min-max tokens that holds ``chunks``
+    (longer when the chunks alone need more, shorter when the document is)."""
+    need_first = min(a for a, _ in chunks)
+    need_last = max(b for _, b in chunks)
+    n = len(source.texts)
+    target = rng.randint(settings.min_tokens, settings.max_tokens)
+    budget = max(0, target - int(source.tokens[need_first:need_last].sum()))
+    before_share = rng.random()
+    first, last = need_first, need_last
+    spare_before = int(budget * before_share)
+    while first > 0 and spare_before - source.tokens[first - 1] >= 0:
+        spare_before -= int(source.tokens[first - 1])
+        first -= 1
+    spare_after = budget - int(budget * before_share) + spare_before
+    while last < n and spare_after - source.tokens[last] >= 0:
+        spare_after -= int(source.tokens[last])
+        last += 1
+    return first, last
+
+
+def build_example(
+    request: _Request,
+    relevant: Sequence[Sequence[int]],
+    question: str,
+    rng: random.Random,
+    settings: SynthSettings,
+    number: int,
+) -> SyntheticExample | None:
+    """Cut the span, re-segment it and map the labelled sentences to exact offsets in it;
+    None when a labelled sentence is not a sentence of the example's own segmentation."""
+    source = request.source
+    first, last = example_span(source, request.chunks, rng, settings)
+    start, end = int(source.spans[first][0]), int(source.spans[last - 1][1])
+    text = source.document.text[start:end]
+    own = {(int(a), int(b)) for a, b in Document("x", text).sentences}
+    labels = []
+    for (chunk_first, _), indices in zip(request.chunks, relevant, strict=True):
+        for i in indices:
+            a, b = source.spans[chunk_first + i]
+            span = (int(a) - start, int(b) - start)
+            if span not in own:
+                return None
+            labels.append(span)
+    distance = request.chunks[1][0] - request.chunks[0][0] if len(request.chunks) == 2 else None
+    return SyntheticExample(
+        id=f"{request.strategy}-{settings.seed}-{number}",
+        strategy=request.strategy,
+        question=question,
+        text=text,
+        labels=sorted(set(labels)),
+        source_id=source.document.id,
+        source_start=int(start),
+        chunks=[(int(a), int(b)) for a, b in request.chunks],
+        link_distance=None if distance is None else abs(int(distance)),
+    )
+
+
+def generate(
+    client: LLMClient,
+    requests: Sequence[_Request],
+    settings: SynthSettings,
+    stats: SynthStats,
+    fingerprints: set[bytes] | None = None,
+    threshold: float = 0.01,
+) -> Iterator[SyntheticExample]:
+    """Call the LLM for each planned request, validate, cut, decontaminate; yield examples."""
+    rng = random.Random(f"{settings.seed}/spans")
+    for number, request in enumerate(tqdm(requests, desc="synthesising", leave=False)):
+        strategy = request.strategy
+        stats.attempts[strategy] += 1
+        messages = request.prompt.messages(**request.fields)
+        reply = client.chat(messages, settings.reply_tokens, request.schema).text
+        try:
+            if strategy == "chunk":
+                question, relevant = validate_chunk_reply(
+                    reply, request.chunks[0][1] - request.chunks[0][0]
+                )
+                labelled: list[list[int]] = [relevant]
+            else:
+                if strategy == "link":
+                    anchor = int(request.fields["anchor"])
+                    linked = validate_links_reply(
+                        reply, [k for k in range(len(request.window)) if k != anchor]
+                    )
+                    request = _two_chunk_request(
+                        "link",
+                        request.source,
+                        request.chunks[0],
+                        request.window[linked[0]],
+                        "linked passages",
+                    )
+                    reply = client.chat(
+                        request.prompt.messages(**request.fields),
+                        settings.reply_tokens,
+                        request.schema,
+                    ).text
+                chunk_a, chunk_b = request.chunks
+                question, rel_a, rel_b = validate_two_chunk_reply(
+                    reply, chunk_a[1] - chunk_a[0], chunk_b[1] - chunk_b[0]
+                )
+                labelled = [rel_a, rel_b]
+        except InvalidReply as error:
+            stats.drop(strategy, str(error))
+            continue
+        example = build_example(request, labelled, question, rng, settings, number)
+        if example is None:
+            stats.drop(strategy, "label is not a sentence of the example")
+            continue
+        document = Document(example.id, example.text)
+        if fingerprints is not None and contamination(document, fingerprints) > threshold:
+            stats.drop(strategy, "contaminated")
+            continue
+        stats.keep(example, len(document.sentences))
+        yield example
+
+
+def chunk_vectors(sources: Sequence[SourceDocument]) -> list[np.ndarray]:
+    """Mean MiniLM vector of each chunk (normalised), for pair-based examples."""
+    from longscan.encoders import get_encoder
+
+    encoder = get_encoder()
+    result = []
+    for source in tqdm(sources, desc="embedding chunks", leave=False):
+        texts = [" ".join(source.texts[a:b]) for a, b in source.chunks]
+        vectors = np.asarray(encoder.encode(texts), dtype=np.float32) if texts else np.zeros((0, 1))
+        norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        result.append(vectors / norms)
+    return result
+
+
+def write_examples(examples: Iterator[SyntheticExample], path: Path) -> int:
+    """Stream examples to a JSONL file (the format ``longscan train --synthetic`` reads)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    with path.open("w", encoding="utf-8") as out:
+        for example in examples:
+            out.write(example.to_json() + "\n")
+            written += 1
+    return written
+
+
+def read_examples(path: Path) -> list[SyntheticExample]:
+    """Examples from a JSONL file, each checked: labels must be sentences of its text.
+
+    Raises:
+        ValueError: a line that is not an example, or a label that is not a sentence.
+    """
+    examples = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            example = SyntheticExample.from_json(line)
+        except (json.JSONDecodeError, TypeError, KeyError) as error:
+            raise ValueError(f"{path}:{number}: not a synthetic example ({error})") from None
+        own = {(int(a), int(b)) for a, b in Document("x", example.text).sentences}
+        if not example.labels or not set(example.labels) <= own:
+            raise ValueError(f"{path}:{number}: a label is not a sentence of the example's text")
+        examples.append(example)
+    return examples

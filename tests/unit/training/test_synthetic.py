@@ -1,0 +1,180 @@
+"""Synthetic examples: reply validation, exact sentence offsets, decontamination, training."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from longscan.documents import Document
+from longscan.training import synthetic as syn
+from longscan.training.data import fingerprint
+from scripted_server import completion_body
+
+SETTINGS = syn.SynthSettings(
+    chunk_sentences=5, window_sentences=20, min_tokens=200, max_tokens=600, reply_tokens=160
+)
+
+
+@pytest.fixture(scope="module")
+def source(novel: Document) -> syn.SourceDocument:
+    return syn.SourceDocument(Document("alice", novel.text[:60_000]), SETTINGS.chunk_sentences)
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("not json", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"question": "Why?", "relevant": [1]}', "no question"),
+        ('{"question": "Who is the Hatter here?", "relevant": []}', "no relevant"),
+        ('{"question": "Who is the Hatter here?", "relevant": [7]}', "out of range"),
+        ('{"question": "Who is the Hatter here?", "relevant": [true]}', "non-integer"),
+    ],
+)
+def test_invalid_chunk_replies_are_refused_not_repaired(reply: str, reason: str) -> None:
+    with pytest.raises(syn.InvalidReply, match=reason):
+        syn.validate_chunk_reply(reply, 5)
+
+
+def test_valid_replies_parse() -> None:
+    assert syn.validate_chunk_reply(
+        '{"question": "Who is late here?", "relevant": [3, 1, 3]}', 5
+    ) == (
+        "Who is late here?",
+        [1, 3],
+    )
+    assert syn.validate_links_reply(
+        '{"links": [{"chunk": 2, "connection": "same rabbit"}, {"chunk": 9, "connection": "x"}]}',
+        [1, 2],
+    ) == [2]
+    with pytest.raises(syn.InvalidReply, match="no valid link"):
+        syn.validate_links_reply('{"links": [{"chunk": 0, "connection": ""}]}', [0, 1])
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_labels_are_exact_sentences_of_the_example(source: syn.SourceDocument, data) -> None:
+    strategy = data.draw(st.sampled_from(["chunk", "link"]))
+    seed = data.draw(st.integers(0, 10_000))
+    rng = random.Random(seed)
+    requests = syn.plan(
+        [source], strategy, 1, syn.SynthSettings(**{**SETTINGS.__dict__, "seed": seed})
+    )
+    request = requests[0]
+    if strategy == "link":
+        anchor = int(request.fields["anchor"])
+        other = data.draw(st.sampled_from([k for k in range(len(request.window)) if k != anchor]))
+        request = syn._two_chunk_request(
+            "link", source, request.chunks[0], request.window[other], "linked"
+        )
+    relevant = [
+        data.draw(st.lists(st.integers(0, b - a - 1), min_size=1, max_size=3))
+        for a, b in request.chunks
+    ]
+    example = syn.build_example(request, relevant, "Who did what here?", rng, SETTINGS, 0)
+    assert example is not None
+    own = {(int(a), int(b)) for a, b in Document("x", example.text).sentences}
+    assert example.labels and set(example.labels) <= own
+    original = source.document.text
+    for start, end in example.labels:  # the label is the source sentence, moved by source_start
+        assert (
+            original[example.source_start + start : example.source_start + end]
+            == example.text[start:end]
+        )
+    if strategy == "link":
+        (a1, b1), (a2, b2) = example.chunks
+        assert (a1, b1) != (a2, b2)
+        in_chunk = [
+            {
+                i
+                for i in range(a, b)
+                if tuple(int(x) - example.source_start for x in source.spans[i])
+                in set(example.labels)
+            }
+            for a, b in example.chunks
+        ]
+        assert all(in_chunk)  # labels in two different chunks
+
+
+def test_plans_are_reproducible_and_estimated(source: syn.SourceDocument) -> None:
+    first = syn.plan([source], "link", 5, SETTINGS)
+    again = syn.plan([source], "link", 5, SETTINGS)
+    assert [r.fields for r in first] == [r.fields for r in again]
+    estimate = syn.estimate(first, SETTINGS)
+    assert estimate["calls"] == 10 and estimate["prompt_tokens"] > 0
+
+
+def _constructed(n_sentences: int, shared: int) -> tuple[str, set[bytes]]:
+    sentences = [f"Sentence number {i} says a thing about item {i}." for i in range(n_sentences)]
+    return " ".join(sentences), {fingerprint(s) for s in sentences[:shared]}
+
+
+@pytest.mark.parametrize(("shared", "kept"), [(1, True), (4, False)])  # 0.5% and 2% of 200
+def test_decontamination_keeps_half_a_percent_and_drops_two(
+    scripted, shared: int, kept: bool
+) -> None:
+    text, fingerprints = _constructed(200, shared)
+    source = syn.SourceDocument(Document("constructed", text), 5)
+    reply = json.dumps({"question": "What does sentence three say?", "relevant": [0, 2]})
+    _, client = scripted([(200, completion_body(reply), 0)])
+    stats = syn.SynthStats()
+    wide = syn.SynthSettings(
+        chunk_sentences=5, min_tokens=100_000, max_tokens=100_000
+    )  # whole text
+    examples = list(
+        syn.generate(client, syn.plan([source], "chunk", 1, wide), wide, stats, fingerprints)
+    )
+    assert len(examples) == int(kept)
+    assert stats.dropped.get("chunk", {}).get("contaminated", 0) == int(not kept)
+
+
+def test_invalid_replies_are_counted_per_reason(scripted, source: syn.SourceDocument) -> None:
+    _, client = scripted([(200, completion_body('{"question": "Who?", "relevant": [0]}'), 0)])
+    stats = syn.SynthStats()
+    assert not list(syn.generate(client, syn.plan([source], "chunk", 3, SETTINGS), SETTINGS, stats))
+    assert stats.as_dict()["chunk"]["dropped"] == {"no question": 3}
+
+
+def test_local_model_end_to_end_then_a_few_training_steps(
+    local_llm_url: str, source, tmp_path: Path
+) -> None:
+    from longscan.answering.llm import LLMClient, LLMConfig, ResponseCache
+    from longscan.encoders import get_encoder
+    from longscan.encoders.contextual import ContextualSentenceEncoder
+    from longscan.models.config import ScannerConfig
+    from longscan.scanning import N_FEATURES
+    from longscan.training import TrainingArgs, train
+    from longscan.training.data import synthetic_training_set
+
+    config = LLMConfig(local_llm_url, "local", json_mode="json_object_schema", max_tokens=120)
+    client = LLMClient(config, ResponseCache(tmp_path / "synth.sqlite"))
+    stats = syn.SynthStats()
+    vectors = syn.chunk_vectors([source])
+    requests = [r for s in syn.STRATEGIES for r in syn.plan([source], s, 2, SETTINGS, vectors)]
+    out = tmp_path / "examples.jsonl"
+    syn.write_examples(syn.generate(client, requests, SETTINGS, stats), out)
+    report = stats.as_dict()
+    for strategy in syn.STRATEGIES:  # every attempt is an example or a counted drop
+        row = report[strategy]
+        assert row["attempts"] == 2 == row["examples"] + sum(row["dropped"].values())
+    examples = syn.read_examples(out)  # re-checks every label against the text
+    assert examples, report
+    data = synthetic_training_set(
+        ContextualSentenceEncoder(get_encoder()), examples, progress=False
+    )
+    args = TrainingArgs(
+        model=ScannerConfig(d_model=32, n_layers=1, d_state=8, headdim=16, n_features=N_FEATURES),
+        batch_size=2,
+        accumulation=1,
+        threads=1,
+    )
+    _, history = train(args, data, progress=False, max_steps=3)
+    assert history["optimizer_steps"] > 0 and all(math.isfinite(x) for x in history["loss"])
