@@ -73,7 +73,12 @@ class QARun:
         path.write_text(json.dumps(asdict(self), indent=2, ensure_ascii=False, default=str))
         markdown = out_dir / f"{stem}.md"
         markdown.write_text(self.summary.get("markdown", "") + "\n")
-        return [path, markdown]
+        written = [path, markdown]
+        if "by_bucket" in self.summary:  # accuracy against document length
+            plot = out_dir / f"{stem}.png"
+            _plot_by_bucket(self.summary["by_bucket"], f"{self.benchmark}: {self.system}", plot)
+            written.append(plot)
+        return written
 
 
 def length_bucket(tokens: int) -> str:
@@ -256,7 +261,6 @@ def run_longdoc_qa(
     window_tokens: int | None = None,
     max_items: int | None = None,
     data_dir: str | None = None,
-    plot: Path | None = None,
 ) -> QARun:
     """L-Eval long-document QA: judge accuracy and F1 (choice accuracy for multiple choice),
     overall and by SPScanner's length buckets."""
@@ -302,8 +306,6 @@ def run_longdoc_qa(
     name = system or (retriever.name if retriever is not None else FULL_CONTEXT)
     summary = _qa_summary(records, multiple_choice)
     summary["markdown"] = _qa_markdown(f"leval-{task}", name, summary)
-    if plot is not None:
-        _plot_by_bucket(summary["by_bucket"], f"leval-{task}: {name}", plot)
     return QARun(
         f"leval-{task}",
         name,

@@ -79,3 +79,35 @@ def test_length_buckets_are_the_papers() -> None:
         "16-32k",
         "256k+",
     ]
+
+
+def test_longdoc_runner_scores_answers_and_counts_judge_failures(scripted, tmp_path) -> None:
+    from longscan.bench.qa import run_longdoc_qa
+    from longscan.retrievers import get_retriever
+    from scripted_server import completion_body
+
+    _, client = scripted([(200, completion_body("The answer is C"), 0)])
+    run = run_longdoc_qa(client, "coursera", get_retriever("bm25-sentence"), max_items=3)
+    golds = [r["reference"] for r in run.records]
+    assert [r["choice_accuracy"] for r in run.records] == [float(g == "C") for g in golds]
+    assert run.summary["judge_parse_failure_rate"] == 1.0 and run.summary["judge_accuracy"] is None
+    assert run.usage["calls"] + run.usage["cache_hits"] == 6  # 3 answers, 3 judgements
+    written = run.write(tmp_path)
+    assert [p.suffix for p in written] == [".json", ".md", ".png"] and all(
+        p.stat().st_size for p in written
+    )
+
+
+def test_localization_runner_reads_ids_by_both_rules(scripted) -> None:
+    from longscan.bench.qa import run_localization
+    from scripted_server import completion_body
+
+    _, client = scripted([(200, completion_body("2, 999, 0"), 0)], context_tokens=8192)
+    run = run_localization(client, "hotpotqa-collection", k=2, target_words=1_000, max_items=2)
+    for record in run.records:
+        assert record["raw"] == [2, 999]  # the raw rule keeps any integer
+        assert len(record["canonical"]) == 2 and "invalid" not in "".join(record["canonical"])
+    assert (
+        run.summary["scores.docSR@2"] is not None
+        and "first K unique valid ids" in run.summary["markdown"]
+    )
