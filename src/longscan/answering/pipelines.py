@@ -24,6 +24,7 @@ from longscan.scanning.scanner import SlidingWindow
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 NOT_FOUND = "NOT FOUND"
 PROMPT_MARGIN_TOKENS = 300  # instructions, question and chat template around the text
+PAPER_WINDOW_TOKENS = 120_000
 
 
 @dataclass
@@ -103,12 +104,12 @@ def answer_full_context(
 ) -> Answer:
     """Read everything; over the window, answer per window and let the LLM merge.
 
-    ``window_tokens`` defaults to what the configured model's context leaves after the
-    prompt and the answer; the stride to half the window, as in the paper (120k/60k).
+    ``window_tokens`` defaults to the paper's 120k tokens, or less when the configured
+    model's context cannot hold that with the prompt and the answer; the stride to half the
+    window (the paper's 120k/60k).
     """
-    window = window_tokens or max(
-        256, client.config.context_tokens - client.config.max_tokens - PROMPT_MARGIN_TOKENS
-    )
+    fits = client.config.context_tokens - client.config.max_tokens - PROMPT_MARGIN_TOKENS
+    window = window_tokens or max(256, min(PAPER_WINDOW_TOKENS, fits))
     stride = stride_tokens or max(1, window // 2)
     texts = text_windows(documents, window, stride)
     if not texts:

@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -178,3 +179,39 @@ def test_local_model_end_to_end_then_a_few_training_steps(
     )
     _, history = train(args, data, progress=False, max_steps=3)
     assert history["optimizer_steps"] > 0 and all(math.isfinite(x) for x in history["loss"])
+
+
+def test_one_command_fine_tunes_the_shipped_checkpoint_on_synthetic_examples(
+    scripted, source: syn.SourceDocument, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from longscan.cli import app
+    from longscan.scanning import load_checkpoint
+    from longscan.scanning.checkpoint import default_checkpoint_dir
+
+    reply = json.dumps(
+        {"question": "What did the Rabbit take out of its pocket?", "relevant": [1, 3]}
+    )
+    _, client = scripted([(200, completion_body(reply), 0)])
+    examples = syn.generate(
+        client, syn.plan([source], "chunk", 12, SETTINGS), SETTINGS, syn.SynthStats()
+    )
+    path = tmp_path / "examples.jsonl"
+    assert syn.write_examples(examples, path) == 12
+    out = tmp_path / "tuned"
+    result = CliRunner().invoke(
+        app,
+        ["train", "--out", str(out), "--datasets", "", "--synthetic", str(path),
+         "--init-from", str(default_checkpoint_dir()), "--threads", "1"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    tuned, info = load_checkpoint(out)
+    shipped, _ = load_checkpoint(default_checkpoint_dir())
+    assert tuned.config == shipped.config  # the shipped architecture, trained further
+    assert any(
+        not torch.equal(a, b)
+        for a, b in zip(tuned.state_dict().values(), shipped.state_dict().values(), strict=True)
+    )
+    manifest = json.loads((out / "training.json").read_text())["train_manifest"]
+    assert manifest["split"] == "synthetic" and manifest["sources"]["synthetic/chunk"]["kept"] >= 9
