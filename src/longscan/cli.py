@@ -388,6 +388,102 @@ def synth(
     console.print(f"wrote {out}", highlight=False)
 
 
+bank_app = typer.Typer(
+    help="A persistent memory bank of documents: add, remove, stats, search.",
+    no_args_is_help=True,
+)
+app.add_typer(bank_app, name="bank")
+BANK_OPTION = typer.Option("--bank", help="The bank's folder.")
+DEFAULT_BANK = Path.home() / ".local" / "share" / "longscan" / "bank"
+
+
+@bank_app.command("add")
+def bank_add(
+    paths: Annotated[list[Path], typer.Argument(help="Text files or folders to add.")],
+    bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK,
+    domain: Annotated[str, typer.Option(help="A label to group documents.")] = "",
+    source: Annotated[str, typer.Option(help="Where the documents come from.")] = "",
+) -> None:
+    """Add or update documents (keyed by their relative path) and index them. Running it
+    again after an interruption resumes: unchanged documents are skipped."""
+    from longscan.bank import MemoryBank
+    from longscan.documents import DocumentError, read_paths
+
+    try:
+        documents = read_paths(paths)
+    except DocumentError as error:
+        raise _fail(str(error)) from None
+    store = MemoryBank(bank)
+    counts = store.add(documents, source=source, domain=domain)
+    indexed = store.sync()
+    console.print_json(json.dumps({**counts, "indexed": indexed, "documents": len(store)}))
+
+
+@bank_app.command("remove")
+def bank_remove(
+    keys: Annotated[list[str], typer.Argument(help="Document keys (as shown by search).")],
+    bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK,
+) -> None:
+    """Remove documents from the bank and its indexes."""
+    from longscan.bank import MemoryBank
+
+    store = MemoryBank(bank)
+    console.print_json(json.dumps({"removed": store.remove(keys), "documents": len(store)}))
+
+
+@bank_app.command("stats")
+def bank_stats(bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK) -> None:
+    """Documents and tokens per domain, and what is not indexed yet."""
+    from longscan.bank import MemoryBank
+
+    console.print_json(json.dumps(MemoryBank(bank).stats()))
+
+
+@bank_app.command("search")
+def bank_search(
+    query: Annotated[str, typer.Option("--query", "-q", help="The question.")],
+    bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK,
+    k: Annotated[int, typer.Option("-k", min=1, help="Documents to return.")] = 10,
+    method: Annotated[str, typer.Option(help="First stage: bm25, dense or hybrid.")] = "hybrid",
+    depth: Annotated[int, typer.Option(min=1, help="Candidates the scanner reads.")] = 50,
+    two_stage: Annotated[
+        bool, typer.Option("--two-stage/--first-stage", help="Let the scanner rank candidates.")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Find the evidence documents (and, two-stage, sentences with offsets) for a question."""
+    from longscan.bank import MemoryBank, search
+    from longscan.retrievers.base import validate_query
+
+    try:
+        validate_query(query)
+        scanner = None
+        if two_stage:
+            from longscan.scanning.scanner import Scanner
+
+            scanner = Scanner.from_pretrained()
+        hits = search(MemoryBank(bank), query, k, method, depth, scanner)  # type: ignore[arg-type]
+    except ValueError as error:
+        raise _fail(str(error)) from None
+    if as_json:
+        payload = [
+            {
+                "id": h.doc_id,
+                "key": h.key,
+                "score": h.score,
+                "evidence": [e.to_dict() for e in h.evidence],
+            }
+            for h in hits
+        ]
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    for rank, hit in enumerate(hits, start=1):
+        console.print(f"[bold cyan]{rank}.[/] [{hit.doc_id}] {hit.key}  [dim]{hit.score:.4g}[/]")
+        for item in hit.evidence:
+            text = " ".join(item.text.split())[:160]
+            console.print(f"    [dim]chars {item.start}–{item.end}[/] {text}", highlight=False)
+
+
 @app.command(name="llm-serve")
 def llm_serve(
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8080,

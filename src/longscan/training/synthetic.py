@@ -148,13 +148,13 @@ def links_schema(chunk_ids: Sequence[int]) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "chunk": {"type": "integer", "enum": list(chunk_ids)},
-            "connection": {"type": "string"},
+            "connection": {"type": "string", "maxLength": 300},
         },
         "required": ["chunk", "connection"],
     }
     return {
         "type": "object",
-        "properties": {"links": {"type": "array", "items": link}},
+        "properties": {"links": {"type": "array", "items": link, "maxItems": 3}},
         "required": ["links"],
     }
 

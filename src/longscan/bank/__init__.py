@@ -1,0 +1,8 @@
+"""Memory banks: many documents with stable ids, persistent indexes, two-stage search."""
+
+from __future__ import annotations
+
+from longscan.bank.search import BankHit, first_stage, fuse, search
+from longscan.bank.store import BankDocument, MemoryBank
+
+__all__ = ["BankDocument", "BankHit", "MemoryBank", "first_stage", "fuse", "search"]

@@ -1,0 +1,120 @@
+"""Search a memory bank: a fast first stage proposes documents, the scanner ranks them.
+
+The first stage is BM25, dense or their reciprocal-rank fusion over whole documents. The
+scanner then reads the candidates in one pass over their concatenation (document
+boundaries kept: each candidate is its own ``Document``), scores every sentence, and ranks a
+document by its best sentence, fused with its first-stage rank so a candidate the scanner
+reads poorly is not lost. The result carries document ids and sentence offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from longscan.bank.store import MemoryBank
+from longscan.documents import Document, Evidence
+
+if TYPE_CHECKING:
+    from longscan.scanning.scanner import Scanner
+
+FirstStage = Literal["bm25", "dense", "hybrid"]
+RRF_K = 60.0
+
+
+@dataclass
+class BankHit:
+    """A document of the bank, its score, and (two-stage only) its best sentences."""
+
+    doc_id: int
+    key: str
+    score: float
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+def fuse(rankings: Sequence[Sequence[int]], k: float = RRF_K) -> list[tuple[int, float]]:
+    """Reciprocal-rank fusion of id rankings, best first."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, doc_id in enumerate(ranking, start=1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def first_stage(
+    bank: MemoryBank, query: str, depth: int, method: FirstStage
+) -> list[tuple[int, float]]:
+    """``depth`` candidate documents ``(id, score)``, best first."""
+    if method == "bm25":
+        return bank.search_bm25(query, depth)
+    if method == "dense":
+        return bank.search_dense(query, depth)
+    if method == "hybrid":
+        lexical = [doc_id for doc_id, _ in bank.search_bm25(query, depth)]
+        semantic = [doc_id for doc_id, _ in bank.search_dense(query, depth)]
+        return fuse([lexical, semantic])[:depth]
+    raise ValueError(f"unknown first stage {method!r}; choose bm25, dense or hybrid")
+
+
+def search(
+    bank: MemoryBank,
+    query: str,
+    k: int = 10,
+    method: FirstStage = "hybrid",
+    depth: int = 50,
+    scanner: Scanner | None = None,
+    evidence_per_document: int = 3,
+    max_tokens_per_document: int | None = 4_000,
+) -> list[BankHit]:
+    """The top ``k`` documents; with ``scanner`` (a ``longscan.scanning.Scanner``), the
+    two-stage ranking over ``depth`` first-stage candidates, with evidence sentences.
+
+    ``max_tokens_per_document`` caps how much of each candidate the scanner reads (about 4
+    characters a token, cut at a sentence end): a bank of long reports would otherwise cost
+    a full scan of every long candidate.
+    """
+    candidates = first_stage(bank, query, depth if scanner is not None else k, method)
+    documents = bank.get([doc_id for doc_id, _ in candidates])
+    if scanner is None:
+        keys = {d.id: d.key for d in documents}
+        return [BankHit(i, keys[i], s) for i, s in candidates[:k] if i in keys]
+    readable = [_head(d.as_document(), max_tokens_per_document) for d in documents]
+    logits = scanner.score(query, readable)
+    hits, offset = [], 0
+    best: list[float] = []
+    for document in readable:
+        n = len(document.sentences)
+        scores = np.asarray(logits[offset : offset + n], dtype=np.float64)
+        offset += n
+        best.append(float(scores.max()) if n else -np.inf)
+        top = np.argsort(-scores, kind="stable")[:evidence_per_document] if n else []
+        hits.append(
+            [
+                Evidence(
+                    document.id, int(a), int(b), document.text[a:b], float(scores[i]), "sentence"
+                )
+                for i in top
+                for a, b in [document.sentences[i]]
+            ]
+        )
+    by_scanner = [documents[i].id for i in np.argsort(-np.asarray(best), kind="stable")]
+    by_first = [d.id for d in documents]
+    order = fuse([by_scanner, by_scanner, by_first])  # the scanner counts twice
+    position = {d.id: i for i, d in enumerate(documents)}
+    return [
+        BankHit(doc_id, documents[position[doc_id]].key, score, hits[position[doc_id]])
+        for doc_id, score in order[:k]
+    ]
+
+
+def _head(document: Document, max_tokens: int | None) -> Document:
+    """The document cut after the sentence that passes ``max_tokens`` (4 characters each)."""
+    if max_tokens is None or len(document.text) <= max_tokens * 4:
+        return document
+    ends = document.sentences[:, 1]
+    stop = int(np.searchsorted(ends, max_tokens * 4)) + 1
+    cut = int(ends[min(stop, len(ends)) - 1]) if len(ends) else max_tokens * 4
+    return Document(document.id, document.text[:cut], metadata=document.metadata)

@@ -1,0 +1,314 @@
+"""A persistent memory bank: documents with stable integer ids, and their indexes beside them.
+
+* Documents live in SQLite (``bank.sqlite``): transactional add/update/delete, a restart
+  loses nothing, and texts are read one document at a time, so no step holds the corpus in
+  memory. SQLite needs no server and ships with Python; the access pattern is row-wise
+  (fetch the candidates' texts), which suits it better than a columnar store.
+* BM25 over whole documents is a tantivy index (``bm25/``): it adds and deletes documents
+  incrementally, where a bm25s index would need a full rebuild.
+* Dense vectors are a usearch index (``dense.usearch``, cosine): keys are the document ids,
+  so updates and deletes touch one entry. A document's vector is MiniLM's embedding of its
+  first window (title and opening, up to 256 tokens): one vector per document keeps
+  ingestion of millions of documents linear and cheap.
+* The scanner's sentence vectors are cached per document content (``vectors/``), so the
+  second stage reads a candidate's text without re-encoding it.
+
+Ingestion is idempotent per ``(key, content hash)``: re-adding an unchanged document is a
+no-op, so an interrupted ``add`` is resumed by running it again, with no duplicates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from longscan.documents import Document
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    source TEXT NOT NULL DEFAULT '',
+    domain TEXT NOT NULL DEFAULT '',
+    tokens INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    text TEXT NOT NULL,
+    added REAL NOT NULL,
+    indexed INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS documents_domain ON documents(domain);
+"""
+DENSE_WINDOW_TOKENS = 256
+
+
+@dataclass(frozen=True)
+class BankDocument:
+    id: int
+    key: str
+    source: str
+    domain: str
+    tokens: int
+    text: str
+
+    def as_document(self) -> Document:
+        return Document(str(self.id), self.text, metadata={"key": self.key, "domain": self.domain})
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class MemoryBank:
+    """Documents and their BM25 and dense indexes in one folder.
+
+    Changes are written to SQLite first and flagged ``indexed = 0``; ``sync`` brings the
+    indexes up to date, so a crash between the two is repaired by the next ``sync``.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(self.path / "bank.sqlite"))
+        self.db.executescript(SCHEMA)
+        self.db.commit()
+        self._bm25: Any = None
+        self._dense: Any = None
+        self._encoder: Any = None
+
+    # ----------------------------------------------------------------------- documents
+
+    def add(
+        self, documents: Iterable[Document], source: str = "", domain: str = "", batch: int = 256
+    ) -> dict[str, int]:
+        """Add or update documents by key (``Document.id``); returns counts of what happened.
+
+        Unchanged documents are skipped, so running the same ``add`` twice (or again after an
+        interruption) neither loses nor duplicates anything.
+        """
+        from longscan.answering.tokens import count_tokens
+
+        counts = {"added": 0, "updated": 0, "unchanged": 0}
+        pending: list[tuple[Any, ...]] = []
+        for document in documents:
+            digest = content_hash(document.text)
+            row = self.db.execute(
+                "SELECT id, content_hash FROM documents WHERE key = ?", (document.id,)
+            ).fetchone()
+            if row is not None and row[1] == digest:
+                counts["unchanged"] += 1
+                continue
+            counts["updated" if row is not None else "added"] += 1
+            pending.append(
+                (document.id, source, domain, count_tokens(document.text), digest, document.text)
+            )
+            if len(pending) >= batch:
+                self._write(pending)
+                pending = []
+        self._write(pending)
+        return counts
+
+    def _write(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        with self.db:  # one transaction per batch: a batch is in, or it is not
+            for key, source, domain, tokens, digest, text in rows:
+                self.db.execute(
+                    """INSERT INTO documents
+                         (key, source, domain, tokens, content_hash, text, added, indexed)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, 0)
+                       ON CONFLICT(key) DO UPDATE SET source = excluded.source,
+                         domain = excluded.domain, tokens = excluded.tokens,
+                         content_hash = excluded.content_hash, text = excluded.text, indexed = 0""",
+                    (key, source, domain, tokens, digest, text, time.time()),
+                )  # fmt: skip
+
+    def remove(self, keys: Iterable[str]) -> int:
+        """Delete documents by key, from the table and from both indexes."""
+        ids = []
+        for key in keys:
+            row = self.db.execute("SELECT id FROM documents WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                ids.append(int(row[0]))
+        if ids:
+            self._unindex(ids)
+            with self.db:
+                self.db.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in ids])
+        return len(ids)
+
+    def get(self, ids: Sequence[int]) -> list[BankDocument]:
+        """Documents by id, in the order asked (missing ids are left out)."""
+        found = {}
+        for first in range(0, len(ids), 500):
+            part = list(ids[first : first + 500])
+            marks = ",".join("?" * len(part))
+            for row in self.db.execute(
+                "SELECT id, key, source, domain, tokens, text FROM documents "
+                f"WHERE id IN ({marks})",
+                part,
+            ):
+                found[row[0]] = BankDocument(*row)
+        return [found[i] for i in ids if i in found]
+
+    def id_of(self, key: str) -> int | None:
+        row = self.db.execute("SELECT id FROM documents WHERE key = ?", (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def __len__(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
+
+    def stats(self) -> dict[str, Any]:
+        rows = self.db.execute(
+            "SELECT domain, COUNT(*), SUM(tokens), SUM(indexed = 0) FROM documents GROUP BY domain"
+        ).fetchall()
+        return {
+            "documents": sum(r[1] for r in rows),
+            "tokens": int(sum(r[2] or 0 for r in rows)),
+            "not_indexed": int(sum(r[3] or 0 for r in rows)),
+            "domains": {r[0] or "-": {"documents": r[1], "tokens": int(r[2] or 0)} for r in rows},
+            "path": str(self.path),
+        }
+
+    # ------------------------------------------------------------------------- indexes
+
+    def _bm25_index(self) -> Any:
+        if self._bm25 is None:
+            import tantivy
+
+            builder = tantivy.SchemaBuilder()
+            builder.add_integer_field("doc_id", stored=True, indexed=True, fast=True)
+            builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
+            folder = self.path / "bm25"
+            folder.mkdir(exist_ok=True)
+            self._bm25 = tantivy.Index(builder.build(), path=str(folder))
+        return self._bm25
+
+    def _dense_index(self) -> Any:
+        if self._dense is None:
+            from usearch.index import Index
+
+            file = self.path / "dense.usearch"
+            self._dense = (
+                Index.restore(str(file), view=False)
+                if file.is_file()
+                else Index(ndim=self._encoder_dim(), metric="cos", dtype="f32")
+            )
+        return self._dense
+
+    def _encoder_dim(self) -> int:
+        return int(self._get_encoder().dim)
+
+    def _get_encoder(self) -> Any:
+        if self._encoder is None:
+            from longscan.encoders import get_encoder
+
+            self._encoder = get_encoder()
+        return self._encoder
+
+    def _unindex(self, ids: Sequence[int]) -> None:
+        index = self._bm25_index()
+        writer = index.writer(heap_size=50_000_000, num_threads=1)
+        for doc_id in ids:
+            writer.delete_documents_by_term("doc_id", doc_id)
+        writer.commit()
+        writer.wait_merging_threads()
+        dense = self._dense_index()
+        for doc_id in ids:
+            if doc_id in dense:
+                dense.remove(doc_id)
+        dense.save(str(self.path / "dense.usearch"))
+
+    def pending(self, batch: int = 256) -> Iterator[list[tuple[int, str]]]:
+        """Batches of ``(id, text)`` not yet in the indexes, read lazily from SQLite."""
+        last = 0
+        while True:
+            rows = self.db.execute(
+                "SELECT id, text FROM documents WHERE indexed = 0 AND id > ? ORDER BY id LIMIT ?",
+                (last, batch),
+            ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [(int(i), t) for i, t in rows]
+
+    def index_batch(self, rows: Sequence[tuple[int, str]], vectors: np.ndarray) -> None:
+        """Put one batch in both indexes (replacing older entries), then mark it indexed."""
+        import tantivy
+
+        ids = [doc_id for doc_id, _ in rows]
+        index = self._bm25_index()
+        writer = index.writer(heap_size=100_000_000, num_threads=1)
+        for doc_id, text in rows:
+            writer.delete_documents_by_term("doc_id", doc_id)
+            writer.add_document(tantivy.Document(doc_id=doc_id, body=text))
+        writer.commit()
+        writer.wait_merging_threads()
+        dense = self._dense_index()
+        for doc_id in ids:
+            if doc_id in dense:
+                dense.remove(doc_id)
+        dense.add(np.asarray(ids, dtype=np.uint64), vectors.astype(np.float32))
+        dense.save(str(self.path / "dense.usearch"))
+        with self.db:
+            self.db.executemany(
+                "UPDATE documents SET indexed = 1 WHERE id = ?", [(i,) for i in ids]
+            )
+
+    def embed_openings(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per document: its first window (MiniLM truncates at 256 tokens)."""
+        heads = [text[: DENSE_WINDOW_TOKENS * 8] for text in texts]  # cheap cut before tokenising
+        return np.asarray(self._get_encoder().encode(heads), dtype=np.float32)
+
+    def sync(self, batch: int = 256, progress: bool = True) -> int:
+        """Index every document not yet indexed; returns how many were indexed."""
+        from tqdm.auto import tqdm
+
+        total = int(
+            self.db.execute("SELECT COUNT(*) FROM documents WHERE indexed = 0").fetchone()[0]
+        )
+        done = 0
+        with tqdm(
+            total=total, desc="indexing", unit="doc", disable=not progress or not total
+        ) as bar:
+            for rows in self.pending(batch):
+                self.index_batch(rows, self.embed_openings([t for _, t in rows]))
+                done += len(rows)
+                bar.update(len(rows))
+        if self._bm25 is not None:
+            self._bm25.reload()
+        return done
+
+    # -------------------------------------------------------------------------- search
+
+    def search_bm25(self, query: str, k: int) -> list[tuple[int, float]]:
+        index = self._bm25_index()
+        index.reload()
+        searcher = index.searcher()
+        if searcher.num_docs == 0:
+            return []
+        parsed = index.parse_query(_escape(query), ["body"])
+        return [
+            (int(searcher.doc(a)["doc_id"][0]), float(score))
+            for score, a in searcher.search(parsed, k).hits
+        ]
+
+    def search_dense(self, query: str, k: int) -> list[tuple[int, float]]:
+        dense = self._dense_index()
+        if len(dense) == 0:
+            return []
+        vector = np.asarray(self._get_encoder().encode([query]), dtype=np.float32)[0]
+        matches = dense.search(vector, min(k, len(dense)))
+        return [
+            (int(key), 1.0 - float(distance))
+            for key, distance in zip(matches.keys, matches.distances, strict=True)
+        ]
+
+
+def _escape(query: str) -> str:
+    """A free-text query for tantivy's parser: its syntax characters become spaces."""
+    cleaned = "".join(ch if ch.isalnum() or ch.isspace() else " " for ch in query)
+    return " ".join(cleaned.split()) or "_"

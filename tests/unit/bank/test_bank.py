@@ -1,0 +1,88 @@
+"""The memory bank: CRUD across restarts, resumable ingestion, two-stage search."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from longscan.bank import MemoryBank, search
+from longscan.bench.builders import build_multihop
+from longscan.documents import Document
+
+
+@pytest.fixture(scope="module")
+def paragraphs() -> list[Document]:
+    """Real HotpotQA paragraphs, one document each, with stable keys."""
+    items = build_multihop("hotpotqa", "dev", 3_000, max_items=6, mode="collection")
+    unique = {d.id: d for item in items for d in item.documents}
+    return list(unique.values())
+
+
+def test_crud_survives_a_restart(tmp_path: Path, paragraphs: list[Document]) -> None:
+    bank = MemoryBank(tmp_path)
+    assert bank.add(paragraphs, source="hotpotqa", domain="wiki")["added"] == len(paragraphs)
+    bank.sync(progress=False)
+    target = paragraphs[3]
+    word = max(target.text.split(), key=len).strip(".,;:()\"'")
+    assert bank.id_of(target.id) in [i for i, _ in bank.search_bm25(word, 5)]
+    del bank
+    reopened = MemoryBank(tmp_path)  # a new process would see the same
+    assert len(reopened) == len(paragraphs) and reopened.stats()["not_indexed"] == 0
+    doc_id = reopened.id_of(target.id)
+    assert reopened.get([doc_id])[0].text == target.text
+    counts = reopened.add([Document(target.id, "Zanzibar quokkas juggle marmalade.")])
+    assert counts == {"added": 0, "updated": 1, "unchanged": 0}
+    reopened.sync(progress=False)
+    assert reopened.id_of(target.id) == doc_id  # an update keeps the id
+    assert [i for i, _ in reopened.search_bm25("quokkas marmalade", 3)] == [doc_id]
+    assert reopened.remove([paragraphs[0].id]) == 1
+    again = MemoryBank(tmp_path)
+    assert len(again) == len(paragraphs) - 1 and again.id_of(paragraphs[0].id) is None
+    assert again.id_of(paragraphs[0].id) not in [
+        i for i, _ in again.search_dense(paragraphs[0].text, 50)
+    ]
+
+
+def test_interrupted_ingestion_resumes_without_loss_or_duplicates(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    def dies_after(n: int) -> Iterator[Document]:
+        for i, document in enumerate(paragraphs):
+            if i == n:
+                raise KeyboardInterrupt  # the process is stopped mid-ingestion
+            yield document
+
+    bank = MemoryBank(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        bank.add(dies_after(len(paragraphs) // 2), batch=4)
+    survived = len(bank)
+    assert 0 < survived <= len(paragraphs) // 2
+    resumed = MemoryBank(tmp_path)
+    counts = resumed.add(paragraphs, batch=4)
+    assert counts["unchanged"] == survived and counts["added"] == len(paragraphs) - survived
+    resumed.sync(progress=False)
+    keys = [row[0] for row in resumed.db.execute("SELECT key FROM documents")]
+    assert sorted(keys) == sorted(d.id for d in paragraphs)  # each exactly once
+    ids = [i for i, _ in resumed.search_dense("a question", len(paragraphs) + 5)]
+    assert len(ids) == len(set(ids)) == len(paragraphs)
+
+
+def test_two_stage_search_returns_documents_with_exact_evidence_offsets(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    from longscan.scanning.scanner import Scanner
+
+    bank = MemoryBank(tmp_path)
+    bank.add(paragraphs)
+    bank.sync(progress=False)
+    target = paragraphs[5]
+    query = " ".join(target.text.split()[:12])
+    first = search(bank, query, k=5, method="bm25")
+    assert first[0].key == target.id and not first[0].evidence
+    hits = search(bank, query, k=5, method="hybrid", depth=10, scanner=Scanner.from_pretrained())
+    assert len(hits) == 5 and len({h.doc_id for h in hits}) == 5
+    for hit in hits:
+        text = bank.get([hit.doc_id])[0].text
+        assert hit.evidence and all(text[e.start : e.end] == e.text for e in hit.evidence)
