@@ -119,13 +119,12 @@ SYNTH_CHUNK = Prompt(
 
 SYNTH_LINKS = Prompt(
     "synth-find-links",
-    1,
+    2,
     "You read a passage of a long document, split into numbered chunks. Chunk {anchor} is "
-    "the starting chunk. Find other chunks that have a real connection to it: the same "
-    "entity, event, figure, cause or consequence, or a reference between them. Reply in "
-    'JSON: {{"links": [{{"chunk": number, "connection": "..."}}]}}, strongest first; an '
-    "empty list if there is none.",
-    "{window}\n\nConnections of chunk {anchor}, as JSON:",
+    "the starting chunk. Find the other chunk with the strongest real connection to it: the "
+    "same entity, event, figure, cause or consequence, or a reference between them. Reply in "
+    'JSON: {{"chunk": number, "connection": "what connects them"}}.',
+    "{window}\n\nThe chunk most connected to chunk {anchor}, as JSON:",
 )
 
 SYNTH_TWO_CHUNKS = Prompt(

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 from tqdm.auto import tqdm
 
-from longscan.answering.llm import LLMClient
+from longscan.answering.llm import Completion, LLMClient
 from longscan.answering.prompts import SYNTH_CHUNK, SYNTH_LINKS, SYNTH_TWO_CHUNKS, Prompt
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.documents import Document
@@ -88,6 +88,15 @@ class SynthStats:
     positives: Counter[str] = field(default_factory=Counter)
     sentences: Counter[str] = field(default_factory=Counter)
     distances: dict[str, list[int]] = field(default_factory=dict)
+    llm: dict[str, Counter[str]] = field(default_factory=dict)  # calls, tokens, seconds
+
+    def count_call(self, strategy: str, completion: Completion) -> None:
+        """Cost of a call as first made (a cached reply keeps its original counts)."""
+        usage = self.llm.setdefault(strategy, Counter())
+        usage["calls"] += 1
+        usage["prompt_tokens"] += completion.prompt_tokens
+        usage["completion_tokens"] += completion.completion_tokens
+        usage["seconds"] += completion.seconds
 
     def drop(self, strategy: str, reason: str) -> None:
         self.dropped.setdefault(strategy, Counter())[reason] += 1
@@ -112,6 +121,13 @@ class SynthStats:
                 else None,
                 "link_distance_median": float(np.median(distances)) if distances else None,
                 "link_distance_mean": float(np.mean(distances)) if distances else None,
+                "llm": dict(self.llm.get(strategy, {})),
+                "per_1000_examples": {
+                    key: round(value * 1000 / self.kept[strategy], 1)
+                    for key, value in self.llm.get(strategy, {}).items()
+                }
+                if self.kept[strategy]
+                else None,
             }
         return report
 
@@ -144,18 +160,15 @@ def two_chunk_schema(n_a: int, n_b: int) -> dict[str, Any]:
 
 
 def links_schema(chunk_ids: Sequence[int]) -> dict[str, Any]:
-    link = {
+    """One link, the strongest: llama.cpp's grammar engine blows up (gigabytes, minutes) on
+    an array of such objects, and the question needs only one linked chunk."""
+    return {
         "type": "object",
         "properties": {
             "chunk": {"type": "integer", "enum": list(chunk_ids)},
             "connection": {"type": "string", "maxLength": 300},
         },
         "required": ["chunk", "connection"],
-    }
-    return {
-        "type": "object",
-        "properties": {"links": {"type": "array", "items": link, "maxItems": 3}},
-        "required": ["links"],
     }
 
 
@@ -201,20 +214,15 @@ def validate_two_chunk_reply(text: str, n_a: int, n_b: int) -> tuple[str, list[i
     return _question(reply), _indices(reply, "relevant_a", n_a), _indices(reply, "relevant_b", n_b)
 
 
-def validate_links_reply(text: str, chunk_ids: Sequence[int]) -> list[int]:
-    links = _parse(text).get("links")
-    if not isinstance(links, list):
-        raise InvalidReply("no links")
-    valid = [
-        link["chunk"]
-        for link in links
-        if isinstance(link, dict)
-        and link.get("chunk") in chunk_ids
-        and str(link.get("connection", "")).strip()
-    ]
-    if not valid:
+def validate_links_reply(text: str, chunk_ids: Sequence[int]) -> int:
+    """The linked chunk, which must be another chunk of the window, with a stated connection."""
+    reply = _parse(text)
+    chunk = reply.get("chunk")
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk not in chunk_ids:
         raise InvalidReply("no valid link")
-    return list(dict.fromkeys(valid))
+    if not str(reply.get("connection", "")).strip():
+        raise InvalidReply("no connection")
+    return chunk
 
 
 class SourceDocument:
@@ -424,7 +432,9 @@ def generate(
         strategy = request.strategy
         stats.attempts[strategy] += 1
         messages = request.prompt.messages(**request.fields)
-        reply = client.chat(messages, settings.reply_tokens, request.schema).text
+        completion = client.chat(messages, settings.reply_tokens, request.schema)
+        stats.count_call(strategy, completion)
+        reply = completion.text
         try:
             if strategy == "chunk":
                 question, relevant = validate_chunk_reply(
@@ -441,14 +451,16 @@ def generate(
                         "link",
                         request.source,
                         request.chunks[0],
-                        request.window[linked[0]],
+                        request.window[linked],
                         "linked passages",
                     )
-                    reply = client.chat(
+                    completion = client.chat(
                         request.prompt.messages(**request.fields),
                         settings.reply_tokens,
                         request.schema,
-                    ).text
+                    )
+                    stats.count_call(strategy, completion)
+                    reply = completion.text
                 chunk_a, chunk_b = request.chunks
                 question, rel_a, rel_b = validate_two_chunk_reply(
                     reply, chunk_a[1] - chunk_a[0], chunk_b[1] - chunk_b[0]

@@ -50,12 +50,14 @@ def test_valid_replies_parse() -> None:
         "Who is late here?",
         [1, 3],
     )
-    assert syn.validate_links_reply(
-        '{"links": [{"chunk": 2, "connection": "same rabbit"}, {"chunk": 9, "connection": "x"}]}',
-        [1, 2],
-    ) == [2]
-    with pytest.raises(syn.InvalidReply, match="no valid link"):
-        syn.validate_links_reply('{"links": [{"chunk": 0, "connection": ""}]}', [0, 1])
+    assert syn.validate_links_reply('{"chunk": 2, "connection": "the same rabbit"}', [1, 2]) == 2
+    for bad in (
+        '{"chunk": 0, "connection": "x"}',
+        '{"chunk": 1, "connection": " "}',
+        '{"chunk": true}',
+    ):
+        with pytest.raises(syn.InvalidReply):
+            syn.validate_links_reply(bad, [1, 2])
 
 
 @settings(
@@ -141,7 +143,9 @@ def test_invalid_replies_are_counted_per_reason(scripted, source: syn.SourceDocu
     _, client = scripted([(200, completion_body('{"question": "Who?", "relevant": [0]}'), 0)])
     stats = syn.SynthStats()
     assert not list(syn.generate(client, syn.plan([source], "chunk", 3, SETTINGS), SETTINGS, stats))
-    assert stats.as_dict()["chunk"]["dropped"] == {"no question": 3}
+    report = stats.as_dict()["chunk"]
+    assert report["dropped"] == {"no question": 3} and report["llm"]["calls"] == 3
+    assert report["llm"]["prompt_tokens"] == 33 and report["per_1000_examples"] is None
 
 
 def test_local_model_end_to_end_then_a_few_training_steps(
