@@ -44,7 +44,15 @@ HOW_TO_ADD_AN_LLM = (
 
 
 class LLMError(RuntimeError):
-    """The LLM could not give an answer (after retries); the message names the cause."""
+    """The LLM could not give an answer (after retries); the message names the cause.
+
+    ``status`` is the HTTP status when the server answered with an error (e.g. 400 for a
+    prompt longer than its window), else None (timeout, refused connection, bad reply).
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -277,7 +285,9 @@ class LLMClient:
             raise LLMError(f"cannot connect to {where}: is the server running?") from None
         except openai.APIStatusError as error:
             raise LLMError(
-                f"{where} answered HTTP {error.status_code} after {self.config.max_retries} retries"
+                f"{where} answered HTTP {error.status_code} after "
+                f"{self.config.max_retries} retries",
+                status=error.status_code,
             ) from None
         except (openai.OpenAIError, ValueError) as error:  # bodies that are not the API's JSON
             raise LLMError(f"{where} sent a malformed reply ({type(error).__name__})") from None

@@ -29,13 +29,14 @@ from typing import Any, Literal
 import numpy as np
 from tqdm.auto import tqdm
 
-from longscan.answering.llm import Completion, LLMClient
+from longscan.answering.llm import Completion, LLMClient, LLMError
 from longscan.answering.prompts import SYNTH_CHUNK, SYNTH_LINKS, SYNTH_TWO_CHUNKS, Prompt
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.documents import Document
 from longscan.training.data import contamination
 
 Strategy = Literal["chunk", "pair", "link"]
+REFUSED_REQUEST = (400, 413, 422)  # this request cannot succeed (e.g. longer than the window)
 STRATEGIES: tuple[Strategy, ...] = ("chunk", "pair", "link")
 
 
@@ -432,7 +433,13 @@ def generate(
         strategy = request.strategy
         stats.attempts[strategy] += 1
         messages = request.prompt.messages(**request.fields)
-        completion = client.chat(messages, settings.reply_tokens, request.schema)
+        try:
+            completion = client.chat(messages, settings.reply_tokens, request.schema)
+        except LLMError as error:
+            if error.status not in REFUSED_REQUEST:  # outages stop the run; rerun to resume
+                raise
+            stats.drop(strategy, f"request refused (HTTP {error.status})")
+            continue
         stats.count_call(strategy, completion)
         reply = completion.text
         try:

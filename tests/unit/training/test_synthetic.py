@@ -219,3 +219,19 @@ def test_one_command_fine_tunes_the_shipped_checkpoint_on_synthetic_examples(
     )
     manifest = json.loads((out / "training.json").read_text())["train_manifest"]
     assert manifest["split"] == "synthetic" and manifest["sources"]["synthetic/chunk"]["kept"] >= 9
+
+
+def test_a_refused_request_is_a_counted_drop_but_an_outage_stops_the_run(
+    scripted, source: syn.SourceDocument
+) -> None:
+    from longscan.answering.llm import LLMError
+
+    _, client = scripted([(400, "{}", 0)], max_retries=0)
+    stats = syn.SynthStats()
+    assert not list(syn.generate(client, syn.plan([source], "chunk", 2, SETTINGS), SETTINGS, stats))
+    assert stats.dropped["chunk"] == {"request refused (HTTP 400)": 2}
+    _, down = scripted([(503, "{}", 0)], max_retries=0)
+    with pytest.raises(LLMError, match="503"):
+        list(
+            syn.generate(down, syn.plan([source], "chunk", 2, SETTINGS), SETTINGS, syn.SynthStats())
+        )
