@@ -519,7 +519,9 @@ QA_BENCHMARKS = (
 
 @app.command(name="bench")
 def bench_command(
-    benchmark: Annotated[str, typer.Argument(help=f"One of: {', '.join(QA_BENCHMARKS)}.")],
+    benchmark: Annotated[
+        str, typer.Argument(help=f"One of: {', '.join(QA_BENCHMARKS)}, ladder (EMB-S ladder).")
+    ],
     system: Annotated[
         list[str] | None,
         typer.Option("--retriever", "-r", help="Retriever, or full-context; repeat to compare."),
@@ -550,6 +552,16 @@ def bench_command(
 
     from longscan.answering.llm import LLMClient, LLMError
 
+    if benchmark == "ladder":  # evidence access only: no LLM
+        from longscan.bench.ladder import DEFAULT_RUNGS, run_ladder
+
+        try:
+            rows = run_ladder(out, DEFAULT_RUNGS, per_domain=max_items or 40)
+        except (ValueError, FileNotFoundError) as error:
+            raise _fail(str(error)) from None
+        console.print_json(json.dumps(rows))
+        console.print(f"wrote {out / 'ladder.json'}", highlight=False)
+        return
     if benchmark not in QA_BENCHMARKS:
         raise _fail(f"unknown benchmark {benchmark!r}; choose one of {', '.join(QA_BENCHMARKS)}")
     with contextlib.ExitStack() as stack:

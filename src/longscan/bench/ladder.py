@@ -1,0 +1,284 @@
+"""The EMB-S reference-corpus ladder: fixed queries, a memory bank that grows around them.
+
+Documents are the datasets' paragraphs (HotpotQA and MuSiQue for multi-source queries,
+SQuAD for single-source ones), then whole Loong reports and papers as global distractors.
+Rungs, by cl100k tokens, each built with a fixed seed:
+
+* ``64K-isolated``: one bank per domain (dataset) holding its queries' gold documents,
+  their hard negatives and other paragraphs of the same domain;
+* ``256K-mixed`` and ``512K-shared``: all domains in one bank;
+* ``1M`` … ``20M`` (and whatever the corpus allows): global distractors injected.
+
+Hard negatives: for each query, the 5 most similar non-gold paragraphs of its domain by the
+dense encoder. They are *pinned*: put in the first rung and, because every later rung is a
+superset of the one before, kept in all of them (the paper leaves this open). Queries whose
+gold documents are not all in the bank are never asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from longscan.answering.tokens import count_tokens
+from longscan.bank import MemoryBank, search
+from longscan.bench.builders import multihop_questions, squad_articles
+from longscan.bench.datasets import data_path
+from longscan.documents import Document, read_file
+from longscan.evaluation.measures import Measure, document_scores
+
+MEASURES = tuple(Measure.parse(m) for m in ("docSR@1", "docSR@10", "docR@1", "docFR@1", "docFR@10"))
+DEFAULT_RUNGS = (64_000, 256_000, 512_000, 1_000_000, 5_000_000, 10_000_000, 20_000_000)
+HARD_NEGATIVES = 5
+SYSTEMS = ("bm25", "dense", "hybrid", "two-stage")
+
+
+@dataclass(frozen=True)
+class LadderQuery:
+    id: str
+    query: str
+    gold: tuple[str, ...]  # bank keys
+    domain: str
+
+
+@dataclass
+class LadderCorpus:
+    """Queries, their domain paragraphs (key → text), and the global distractor files."""
+
+    queries: list[LadderQuery]
+    paragraphs: dict[str, dict[str, str]]  # domain → key → text
+    distractors: list[Path] = field(default_factory=list)
+
+
+def _key(domain: str, title: str, text: str) -> str:
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    return f"{domain}:{title}:{digest}"
+
+
+def load_corpus(
+    data_dir: str | None = None,
+    per_domain: int = 40,
+    seed: int = 0,
+) -> LadderCorpus:
+    """Up to ``per_domain`` queries from each dataset's dev data, with fixed-seed sampling."""
+    rng = random.Random(seed)
+    queries: list[LadderQuery] = []
+    paragraphs: dict[str, dict[str, str]] = {}
+    for domain in ("hotpotqa", "musique"):
+        pool = paragraphs.setdefault(domain, {})
+        questions = list(multihop_questions(domain, "dev", data_dir=data_dir))  # type: ignore[arg-type]
+        for question in questions:
+            for paragraph in question.paragraphs:
+                pool[_key(domain, paragraph.title, paragraph.text)] = paragraph.text
+        for question in rng.sample(questions, min(per_domain, len(questions))):
+            gold = tuple(
+                dict.fromkeys(
+                    _key(domain, p.title, p.text) for p in question.paragraphs if p.supporting
+                )
+            )
+            if len(gold) >= 2:
+                queries.append(
+                    LadderQuery(f"{domain}/{question.id}", question.question, gold, domain)
+                )
+    squad = paragraphs.setdefault("squad", {})
+    candidates = []
+    for article in squad_articles("dev", data_dir=data_dir):
+        for paragraph in article.paragraphs:
+            key = _key("squad", article.heading, paragraph.context)
+            squad[key] = f"{article.heading}\n{paragraph.context}"
+            candidates.extend((q, key) for q in paragraph.questions)
+    for question, key in rng.sample(candidates, min(per_domain, len(candidates))):
+        queries.append(LadderQuery(f"squad/{question.id}", question.question, (key,), "squad"))
+    root = data_path("corpus/loong-docs", data_dir)
+    distractors = sorted(root.glob("*/*.txt")) + sorted(root.glob("*/*.md"))
+    random.Random(seed + 1).shuffle(distractors)
+    return LadderCorpus(queries, paragraphs, distractors)
+
+
+def hard_negatives(corpus: LadderCorpus, k: int = HARD_NEGATIVES) -> dict[str, list[str]]:
+    """Per query: the ``k`` non-gold paragraphs of its domain most similar to the question."""
+    from longscan.encoders import get_encoder
+
+    encoder = get_encoder()
+    mined: dict[str, list[str]] = {}
+    for domain, pool in corpus.paragraphs.items():
+        keys = list(pool)
+        vectors = np.asarray(encoder.encode([pool[k][:2000] for k in keys]), dtype=np.float32)
+        asked = [q for q in corpus.queries if q.domain == domain]
+        if not asked:
+            continue
+        questions = np.asarray(encoder.encode([q.query for q in asked]), dtype=np.float32)
+        for query, similarity in zip(asked, questions @ vectors.T, strict=True):
+            ranked = [keys[i] for i in np.argsort(-similarity) if keys[i] not in query.gold]
+            mined[query.id] = ranked[:k]
+    return mined
+
+
+@dataclass
+class RungPlan:
+    name: str
+    tokens: int
+    domains: tuple[str, ...]  # the domains whose queries this bank answers
+    keys: list[str]  # dataset paragraphs, in insertion order
+    distractors: list[Path]
+
+
+def plan_rungs(
+    corpus: LadderCorpus,
+    negatives: dict[str, list[str]],
+    budgets: Sequence[int] = DEFAULT_RUNGS,
+    seed: int = 0,
+) -> list[RungPlan]:
+    """Isolated per-domain banks at the first budget, then one growing bank."""
+    rng = random.Random(seed)
+    lengths = {
+        key: count_tokens(text) for pool in corpus.paragraphs.values() for key, text in pool.items()
+    }
+    pinned: dict[str, list[str]] = {}
+    for query in corpus.queries:
+        pinned.setdefault(query.domain, []).extend([*query.gold, *negatives.get(query.id, [])])
+    plans: list[RungPlan] = []
+    isolated_keys: list[str] = []
+    first = budgets[0]
+    for domain, pool in corpus.paragraphs.items():
+        keys = list(dict.fromkeys(k for k in pinned.get(domain, []) if k in pool))
+        rest = [k for k in pool if k not in set(keys)]
+        rng.shuffle(rest)
+        keys = _fill(keys, rest, lengths, first)
+        plans.append(RungPlan(f"{_label(first)}-isolated-{domain}", first, (domain,), keys, []))
+        isolated_keys.extend(keys)
+    everything = [k for pool in corpus.paragraphs.values() for k in pool]
+    remaining = [k for k in everything if k not in set(isolated_keys)]
+    rng.shuffle(remaining)
+    keys = list(isolated_keys)
+    domains = tuple(corpus.paragraphs)
+    sizes: list[int] = []  # token counts of the distractor files, counted as they are needed
+    used_distractors = 0
+    for budget in budgets[1:]:
+        keys = _fill(keys, remaining, lengths, budget)
+        used = sum(lengths[k] for k in keys) + sum(sizes)
+        files: list[Path] = []
+        while used < budget and used_distractors < len(corpus.distractors):
+            path = corpus.distractors[used_distractors]
+            sizes.append(count_tokens(read_file(path).text))
+            files.append(path)
+            used += sizes[-1]
+            used_distractors += 1
+        label = "mixed" if budget == budgets[1] else "shared" if budget == budgets[2] else "global"
+        plans.append(RungPlan(f"{_label(budget)}-{label}", budget, domains, list(keys), files))
+        if used < budget:  # the corpus is exhausted: this is the largest rung
+            plans[-1].name = f"{_label(used)}-global (all)"
+            break
+    return plans
+
+
+def _fill(keys: list[str], pool: list[str], lengths: dict[str, int], budget: int) -> list[str]:
+    """``keys`` plus paragraphs taken from the front of ``pool`` until ``budget`` tokens."""
+    chosen, used = list(keys), sum(lengths[k] for k in keys)
+    taken = set(chosen)
+    while pool and used < budget:
+        key = pool.pop(0)
+        if key not in taken:
+            chosen.append(key)
+            taken.add(key)
+            used += lengths[key]
+    return chosen
+
+
+def _label(tokens: int) -> str:
+    return f"{tokens / 1e6:g}M" if tokens >= 1_000_000 else f"{tokens // 1000}K"
+
+
+def evaluate_rung(
+    bank: MemoryBank,
+    queries: Sequence[LadderQuery],
+    systems: Sequence[str] = SYSTEMS,
+    depth: int = 20,
+    scanner: Any = None,
+) -> dict[str, Any]:
+    """Per system: mean document-level measures and query latency percentiles."""
+    results: dict[str, Any] = {}
+    for system in systems:
+        scores: dict[str, list[float]] = {m.name: [] for m in MEASURES}
+        latencies = []
+        for query in tqdm(queries, desc=system, leave=False):
+            started = time.perf_counter()
+            if system == "two-stage":
+                hits = search(
+                    bank, query.query, 10, "hybrid", depth, scanner, max_tokens_per_document=1_000
+                )
+            else:
+                hits = search(bank, query.query, 10, system)  # type: ignore[arg-type]
+            latencies.append(time.perf_counter() - started)
+            for name, value in document_scores([h.key for h in hits], query.gold, MEASURES).items():
+                scores[name].append(value)
+        results[system] = {
+            **{name: (float(np.mean(v)) if v else None) for name, v in scores.items()},
+            "queries": len(queries),
+            "p50_ms": float(np.percentile(latencies, 50) * 1000),
+            "p99_ms": float(np.percentile(latencies, 99) * 1000),
+        }
+    return results
+
+
+def run_ladder(
+    out_dir: Path,
+    budgets: Sequence[int] = DEFAULT_RUNGS,
+    per_domain: int = 40,
+    systems: Sequence[str] = SYSTEMS,
+    seed: int = 0,
+    data_dir: str | None = None,
+) -> list[dict[str, Any]]:
+    """Build every rung, evaluate every system on it, write ``ladder.json`` as it goes."""
+    from longscan.scanning.scanner import Scanner
+
+    corpus = load_corpus(data_dir, per_domain, seed)
+    negatives = hard_negatives(corpus)
+    plans = plan_rungs(corpus, negatives, budgets, seed)
+    scanner = Scanner.from_pretrained() if "two-stage" in systems else None
+    texts = {key: text for pool in corpus.paragraphs.values() for key, text in pool.items()}
+    rows: list[dict[str, Any]] = []
+    growing: MemoryBank | None = None
+    for plan in plans:
+        isolated = plan.name.count("-isolated-") == 1
+        bank = MemoryBank(out_dir / "banks" / plan.name) if isolated else growing
+        if bank is None:
+            bank = growing = MemoryBank(out_dir / "banks" / "shared")
+        started = time.perf_counter()
+        added = bank.add(Document(k, texts[k]) for k in plan.keys)
+        bank.add(_distractor_documents(plan.distractors), domain="distractor")
+        ingest = time.perf_counter() - started
+        started = time.perf_counter()
+        bank.sync()
+        index = time.perf_counter() - started
+        present = {row[0] for row in bank.db.execute("SELECT key FROM documents")}
+        asked = [q for q in corpus.queries if q.domain in plan.domains and set(q.gold) <= present]
+        stats = bank.stats()
+        row = {
+            "rung": plan.name,
+            "documents": stats["documents"],
+            "tokens": stats["tokens"],
+            "queries": len(asked),
+            "ingest_seconds": round(ingest, 1),
+            "index_seconds": round(index, 1),
+            "added": added,
+            "systems": evaluate_rung(bank, asked, systems, scanner=scanner),
+        }
+        rows.append(row)
+        (out_dir / "ladder.json").write_text(json.dumps(rows, indent=2))
+    return rows
+
+
+def _distractor_documents(paths: Sequence[Path]) -> Iterator[Document]:
+    for path in paths:
+        document = read_file(path)
+        yield Document(f"loong:{path.parent.name}/{path.name}", document.text)
