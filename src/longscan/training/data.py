@@ -81,12 +81,24 @@ def evaluation_fingerprints(data_dir: str | None = None) -> set[bytes]:
     return sentence_fingerprints(texts)
 
 
+MIN_CONTAMINATING_WORDS = 4
+
+
 def contamination(document: Document, fingerprints: set[bytes]) -> float:
-    """Share of the document's sentences found in ``fingerprints``."""
+    """Share of the document's sentences found in ``fingerprints``.
+
+    Sentences under ``MIN_CONTAMINATING_WORDS`` words ("# Introduction", "Table 1.",
+    "Net income") recur in every paper or filing, so a match on them says nothing about
+    shared content; they count in the denominator, never as a match.
+    """
     sentences = document.sentence_texts()
     if not sentences:
         return 0.0
-    return sum(fingerprint(s) in fingerprints for s in sentences) / len(sentences)
+    found = sum(
+        len(s.split()) >= MIN_CONTAMINATING_WORDS and fingerprint(s) in fingerprints
+        for s in sentences
+    )
+    return found / len(sentences)
 
 
 class CleanParagraphs:

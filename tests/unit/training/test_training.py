@@ -40,6 +40,8 @@ def test_decontamination_keeps_half_percent_drops_two_percent() -> None:
     assert contamination(document, sentence_fingerprints(sentences[:5])) == pytest.approx(0.005)
     assert contamination(document, sentence_fingerprints(sentences[:20])) == pytest.approx(0.02)
     assert contamination(document, sentence_fingerprints(["  SENTENCE number 3 is  here."])) > 0
+    headings = Document("h", "Introduction.\n\nSentence number 1 is here.")
+    assert contamination(headings, sentence_fingerprints(["Introduction."])) == 0  # boilerplate
 
 
 def test_clean_paragraphs_keep_musique_training_documents_free_of_dev_sentences() -> None:
