@@ -38,6 +38,10 @@ LLM_MODEL_OPTION = typer.Option("--llm-model", help="Model name (or LONGSCAN_LLM
 LLM_CONFIG_OPTION = typer.Option(
     "--llm-config", help="TOML file with an \\[llm] table (default ~/.config/longscan/llm.toml)."
 )
+LLMUrl = Annotated[str | None, LLM_URL_OPTION]
+LLMModel = Annotated[str | None, LLM_MODEL_OPTION]
+LLMConfigFile = Annotated[Path | None, LLM_CONFIG_OPTION]
+LocalLLM = Annotated[bool, typer.Option("--local", help="Start the small local model and use it.")]
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -84,9 +88,9 @@ def ask(
     context: Annotated[
         int, typer.Option(min=0, help="Characters of context around each hit.")
     ] = CONTEXT_CHARS,
-    llm: Annotated[str | None, LLM_URL_OPTION] = None,
-    llm_model: Annotated[str | None, LLM_MODEL_OPTION] = None,
-    llm_config: Annotated[Path | None, LLM_CONFIG_OPTION] = None,
+    llm: LLMUrl = None,
+    llm_model: LLMModel = None,
+    llm_config: LLMConfigFile = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Print the top evidence for a question, with document, offsets, score and context;
@@ -310,12 +314,10 @@ def synth(
     decontaminate: Annotated[
         bool, typer.Option(help="Drop examples sharing >1% of sentences with benchmarks.")
     ] = True,
-    llm: Annotated[str | None, LLM_URL_OPTION] = None,
-    llm_model: Annotated[str | None, LLM_MODEL_OPTION] = None,
-    llm_config: Annotated[Path | None, LLM_CONFIG_OPTION] = None,
-    local: Annotated[
-        bool, typer.Option("--local", help="Start the small local model and use it.")
-    ] = False,
+    llm: LLMUrl = None,
+    llm_model: LLMModel = None,
+    llm_config: LLMConfigFile = None,
+    local: LocalLLM = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Turn long documents into labelled training examples with an LLM (chunk-, pair- or
@@ -526,12 +528,10 @@ def bench_command(
         list[str] | None,
         typer.Option("--retriever", "-r", help="Retriever, or full-context; repeat to compare."),
     ] = None,
-    llm: Annotated[str | None, LLM_URL_OPTION] = None,
-    llm_model: Annotated[str | None, LLM_MODEL_OPTION] = None,
-    llm_config: Annotated[Path | None, LLM_CONFIG_OPTION] = None,
-    local: Annotated[
-        bool, typer.Option("--local", help="Start the small local model and use it.")
-    ] = False,
+    llm: LLMUrl = None,
+    llm_model: LLMModel = None,
+    llm_config: LLMConfigFile = None,
+    local: LocalLLM = False,
     context_tokens: Annotated[
         int | None, typer.Option(min=512, help="The LLM's window in tokens (prompt budgets).")
     ] = None,

@@ -240,17 +240,13 @@ class MemoryBank:
         import tantivy
 
         ids = [doc_id for doc_id, _ in rows]
-        index = self._bm25_index()
-        writer = index.writer(heap_size=100_000_000, num_threads=1)
+        self._unindex(ids)
+        writer = self._bm25_index().writer(heap_size=100_000_000, num_threads=1)
         for doc_id, text in rows:
-            writer.delete_documents_by_term("doc_id", doc_id)
             writer.add_document(tantivy.Document(doc_id=doc_id, body=text))
         writer.commit()
         writer.wait_merging_threads()
         dense = self._dense_index()
-        for doc_id in ids:
-            if doc_id in dense:
-                dense.remove(doc_id)
         dense.add(np.asarray(ids, dtype=np.uint64), vectors.astype(np.float32))
         dense.save(str(self.path / "dense.usearch"))
         with self.db:
