@@ -4,6 +4,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/setup.sh" ""
-QUESTION="${1:-What time is it always at the Hatter's tea party?}"
+DEFAULT_QUESTION="What time is it always at the Hatter's tea party?"
+QUESTION="${1:-$DEFAULT_QUESTION}"
 shift || true
 longscan ask "$ROOT/src/longscan/data/sample_novel.txt" -q "$QUESTION" "$@"
