@@ -6,9 +6,9 @@ import socket
 from pathlib import Path
 
 import pytest
-from scripted_server import completion_body
 
 from longscan.answering.llm import LLMClient, LLMConfig, LLMError, ResponseCache, resolve_config
+from scripted_server import completion_body
 
 HELLO = [{"role": "user", "content": "hello"}]
 
