@@ -74,7 +74,7 @@ class LLMConfig:
     json_mode: str = "json_schema"
     prompt_price_per_million: float = 0.0
     completion_price_per_million: float = 0.0
-    cache_path: str | None = None  # None: <LONGSCAN_CACHE_DIR or ~/.cache/longscan>/llm.sqlite
+    cache_path: str | None = None  # None: <longscan's cache folder>/llm.sqlite
 
     def api_key(self) -> str:
         """The key from the environment; local servers accept any non-empty string."""
@@ -200,8 +200,9 @@ class ResponseCache:
 
 
 def default_cache_path() -> Path:
-    root = os.environ.get("LONGSCAN_CACHE_DIR") or Path.home() / ".cache" / "longscan"
-    return Path(root) / "llm.sqlite"
+    from longscan.encoders.cache import default_cache_dir
+
+    return default_cache_dir() / "llm.sqlite"
 
 
 class LLMClient:

