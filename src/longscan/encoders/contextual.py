@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +23,7 @@ from longscan.encoders.cache import EmbeddingCache, spans_digest
 from longscan.encoders.minilm import SentenceEncoder
 
 BLOCK_SENTENCES = 2048
+Progress = Callable[[int, int], None]  # (sentences encoded so far, sentences to encode)
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,11 @@ class ContextualSentenceEncoder:
             "contextual", self.name, document.content_hash, spans_digest(document.sentences)
         )
 
-    def encode_document(self, document: Document, progress: bool = False) -> np.ndarray:
-        """``(n_sentences, dim)`` float32 unit vectors, in sentence order."""
+    def encode_document(
+        self, document: Document, progress: bool = False, on_progress: Progress | None = None
+    ) -> np.ndarray:
+        """``(n_sentences, dim)`` float32 unit vectors, in sentence order; ``on_progress``
+        hears after every batch how far the encoding is (a service streams it to the user)."""
         sentences = document.sentences
         owner = document.sentence_paragraph
         result = np.zeros((len(sentences), self.dim), dtype=np.float32)
@@ -92,7 +96,7 @@ class ContextualSentenceEncoder:
             all_indices = np.concatenate([indices for _, indices in missing])
             texts = [document.text[s:e] for s, e in sentences[all_indices].tolist()]
             groups = [len(indices) for _, indices in missing]
-            vectors = self.encode_grouped(texts, groups, progress)
+            vectors = self.encode_grouped(texts, groups, progress, on_progress)
             result[all_indices] = vectors
             offset = 0
             for (key, _), size in zip(missing, groups, strict=True):
@@ -101,7 +105,11 @@ class ContextualSentenceEncoder:
         return result
 
     def encode_grouped(
-        self, texts: Sequence[str], group_sizes: Sequence[int], progress: bool = False
+        self,
+        texts: Sequence[str],
+        group_sizes: Sequence[int],
+        progress: bool = False,
+        on_progress: Progress | None = None,
     ) -> np.ndarray:
         """Encode sentences given as consecutive groups (paragraphs); windows stay in groups.
 
@@ -118,14 +126,19 @@ class ContextualSentenceEncoder:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(texts), desc="encoding sentences", unit="sent")
+        encoded = 0
         # Blocks of whole groups keep token ids and windows small on million-token inputs.
         for first, stop, sizes in self._blocks(group_sizes):
             windows = self._windows(texts[first:stop], sizes)
             windows.sort(key=lambda window: len(window.ids))
             for batch in self._batches(windows):
                 self._encode_batch(batch, output[first:stop])
+                done = sum(len(w.sentences) for w in batch)
+                encoded += done
                 if bar is not None:
-                    bar.update(sum(len(w.sentences) for w in batch))
+                    bar.update(done)
+                if on_progress is not None:
+                    on_progress(encoded, len(texts))
         if bar is not None:
             bar.close()
         self.encoded_sentences += len(texts)

@@ -18,7 +18,7 @@ import torch
 
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, default_cache_dir
-from longscan.encoders.contextual import ContextualSentenceEncoder
+from longscan.encoders.contextual import ContextualSentenceEncoder, Progress
 from longscan.encoders.minilm import get_encoder
 from longscan.models.scanner import ScannerModel
 from longscan.scanning.checkpoint import CheckpointInfo, load_checkpoint
@@ -102,12 +102,14 @@ class Scanner:
         model, info = load_checkpoint(directory)
         return cls(model, info, **kwargs)  # type: ignore[arg-type]
 
-    def sentence_vectors(self, document: Document, progress: bool = False) -> np.ndarray:
+    def sentence_vectors(
+        self, document: Document, progress: bool = False, on_progress: Progress | None = None
+    ) -> np.ndarray:
         """``(n_sentences, d)`` contextual vectors, encoded once per document text."""
         key = self.encoder.cache_key(document)
         vectors = self.cache.get(key)
         if vectors is None:
-            vectors = self.encoder.encode_document(document, progress=progress)
+            vectors = self.encoder.encode_document(document, progress, on_progress)
             self.cache.put(key, vectors)
         return vectors
 
