@@ -1,0 +1,338 @@
+"use strict";
+// The longscan page: upload or choose a document, ask, and see the evidence in the text.
+// A document is cut into blocks appended a few per frame (and laid out by the browser only
+// near the viewport: `content-visibility: auto`), so a text of millions of characters
+// never blocks the page.
+
+const BLOCK_CHARS = 16384;
+const BLOCKS_PER_FRAME = 8;
+const CITATION = /\[(\d+(?:\s*[,;]\s*\d+)*)\]/g;
+const state = { docId: null, text: "", blocks: [], appended: 0, hits: [], active: -1, answer: null };
+const $ = (id) => document.getElementById(id);
+
+function setStatus(message, isError = false) {
+  $("status").textContent = message;
+  $("status").classList.toggle("error", isError);
+}
+
+async function api(path, options = {}) {
+  const headers = { ...(options.headers || {}) };
+  const key = $("api-key").value;
+  if (key) headers["X-API-Key"] = key;
+  const response = await fetch(path, { ...options, headers });
+  if (response.status === 401) $("key-box").hidden = false;
+  if (!response.ok) {
+    let detail = `${response.status} ${response.statusText}`;
+    try {
+      const body = await response.json();
+      detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+    } catch (_) { /* not JSON: keep the status line */ }
+    throw new Error(detail);
+  }
+  return response;
+}
+
+// ------------------------------------------------------------------------- documents
+
+async function loadCatalog(selected) {
+  const documents = await (await api("/api/documents")).json();
+  const select = $("doc-select");
+  select.replaceChildren(new Option(documents.length ? "(choose)" : "(no documents yet)", ""));
+  for (const doc of documents) {
+    select.add(new Option(`${doc.key} (${doc.chars.toLocaleString()} chars)`, doc.id));
+  }
+  if (selected !== undefined) select.value = String(selected);
+}
+
+async function showDocument(docId) {
+  setStatus("loading the document…");
+  const doc = await (await api(`/api/documents/${docId}`)).json();
+  state.docId = String(doc.id);
+  state.text = doc.text;
+  setHits([]);
+  renderDocument();
+  setStatus(`${doc.key}: ${doc.chars.toLocaleString()} characters`);
+}
+
+function blockBounds(text) {
+  // Blocks end at a line break where one is near, so a cut rarely splits a line.
+  const bounds = [];
+  for (let start = 0; start < text.length;) {
+    let end = Math.min(start + BLOCK_CHARS, text.length);
+    if (end < text.length) {
+      const lineEnd = text.lastIndexOf("\n", end);
+      if (lineEnd > start + BLOCK_CHARS / 2) end = lineEnd + 1;
+    }
+    bounds.push([start, end]);
+    start = end;
+  }
+  return bounds;
+}
+
+function renderDocument() {
+  const view = $("doc-view");
+  view.replaceChildren();
+  view.dataset.docId = state.docId;
+  view.dataset.rendered = "false";
+  state.blocks = blockBounds(state.text).map(([start, end]) => ({ start, end, el: null }));
+  state.appended = 0;
+  const docId = state.docId;
+  const step = () => {
+    if (docId !== state.docId) return; // another document replaced this one
+    appendBlocks(state.appended + BLOCKS_PER_FRAME - 1);
+    if (state.appended < state.blocks.length) requestAnimationFrame(step);
+    else view.dataset.rendered = "true";
+  };
+  step();
+}
+
+function appendBlocks(last) {
+  const view = $("doc-view");
+  for (; state.appended <= Math.min(last, state.blocks.length - 1); state.appended++) {
+    const block = state.blocks[state.appended];
+    block.el = document.createElement("div");
+    block.el.className = "block";
+    fillBlock(block);
+    view.append(block.el);
+  }
+}
+
+function fillBlock(block) {
+  const parts = [];
+  let position = block.start;
+  for (const hit of state.hits) {
+    if (hit.end <= block.start || hit.start >= block.end) continue;
+    const start = Math.max(hit.start, block.start);
+    const end = Math.min(hit.end, block.end);
+    if (start > position) parts.push(state.text.slice(position, start));
+    const mark = document.createElement("mark");
+    mark.className = hit.rank === state.active ? "hit active" : "hit";
+    mark.dataset.hit = hit.rank;
+    mark.dataset.start = hit.start;
+    mark.dataset.end = hit.end;
+    mark.style.setProperty("--strength", hit.strength.toFixed(2));
+    mark.title = `hit ${hit.rank + 1}, score ${hit.score.toFixed(3)}`;
+    mark.textContent = state.text.slice(start, end);
+    parts.push(mark);
+    position = end;
+  }
+  if (position < block.end) parts.push(state.text.slice(position, block.end));
+  block.el.replaceChildren(...parts);
+}
+
+// ------------------------------------------------------------------------------ hits
+
+function setHits(evidence) {
+  const mine = evidence.filter((item) => item.doc_id === state.docId);
+  const scores = mine.map((item) => item.score);
+  const low = Math.min(...scores);
+  const span = Math.max(...scores) - low || 1;
+  const touched = new Set(state.hits.map(blockOf));
+  state.hits = mine.map((item, rank) => ({
+    ...item, rank, strength: 0.25 + 0.65 * (item.score - low) / span,
+  }));
+  state.active = -1;
+  for (const hit of state.hits) touched.add(blockOf(hit));
+  for (const index of touched) if (index < state.appended) fillBlock(state.blocks[index]);
+  const list = $("evidence-list");
+  list.replaceChildren(...state.hits.map((hit) => {
+    const item = document.createElement("li");
+    item.dataset.hit = hit.rank;
+    item.textContent = hit.text.replace(/\s+/g, " ").trim().slice(0, 200) + " ";
+    const score = document.createElement("span");
+    score.className = "score";
+    score.textContent = `chars ${hit.start}–${hit.end}, score ${hit.score.toFixed(3)}`;
+    item.append(score);
+    return item;
+  }));
+  updateNavigation();
+}
+
+function blockOf(hit) {
+  // The block holding the hit's first character (blocks are sorted and contiguous).
+  let low = 0, high = state.blocks.length - 1;
+  while (low < high) {
+    const middle = (low + high + 1) >> 1;
+    if (state.blocks[middle].start <= hit.start) low = middle; else high = middle - 1;
+  }
+  return low;
+}
+
+function goTo(rank, flash = false) {
+  if (rank < 0 || rank >= state.hits.length) return;
+  state.active = rank;
+  appendBlocks(blockOf(state.hits[rank])); // a hit far down may not be appended yet
+  for (const mark of document.querySelectorAll("mark.hit")) {
+    const isActive = Number(mark.dataset.hit) === rank;
+    mark.classList.toggle("active", isActive);
+    if (isActive && flash) {
+      mark.classList.remove("flash");
+      void mark.offsetWidth; // restart the animation
+      mark.classList.add("flash");
+    }
+  }
+  for (const item of $("evidence-list").children) {
+    item.classList.toggle("active", Number(item.dataset.hit) === rank);
+  }
+  document.querySelector(`mark.hit[data-hit="${rank}"]`).scrollIntoView({ block: "center" });
+  updateNavigation();
+}
+
+function updateNavigation() {
+  const count = state.hits.length;
+  $("hit-counter").textContent = count ? `hit ${state.active + 1} of ${count}` : "no hits";
+  $("prev-hit").disabled = state.active <= 0;
+  $("next-hit").disabled = state.active >= count - 1;
+}
+
+// --------------------------------------------------------------------------- answers
+
+function showAnswer(answer) {
+  state.answer = answer;
+  $("answer-box").hidden = !answer;
+  const box = $("answer");
+  box.replaceChildren();
+  if (!answer) return;
+  let position = 0;
+  for (const match of answer.text.matchAll(CITATION)) {
+    box.append(answer.text.slice(position, match.index), "[");
+    match[1].split(/\s*[,;]\s*/).forEach((number, i) => {
+      if (i) box.append(", ");
+      const link = document.createElement("a");
+      link.href = "#";
+      link.className = "citation";
+      link.dataset.cite = number;
+      link.textContent = number;
+      box.append(link);
+    });
+    box.append("]");
+    position = match.index + match[0].length;
+  }
+  box.append(answer.text.slice(position), ` (${answer.model})`);
+}
+
+function followCitation(number) {
+  const cited = state.answer && state.answer.evidence[number - 1];
+  if (!cited) return;
+  const hit = state.hits.find((h) => h.doc_id === cited.doc_id && h.start === cited.start);
+  if (hit) goTo(hit.rank, true);
+}
+
+async function ask(question) {
+  document.body.dataset.state = "asking";
+  $("ask-button").disabled = true;
+  const progress = $("progress");
+  progress.hidden = false;
+  progress.removeAttribute("value");
+  setStatus("waiting for the scanner…");
+  try {
+    const response = await api("/api/ask/stream", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ question, doc_ids: [Number(state.docId)] }),
+    });
+    const result = await readEvents(response, (done, total) => {
+      progress.max = total;
+      progress.value = done;
+      setStatus(`reading the document: ${done.toLocaleString()} of ${total.toLocaleString()} sentences`);
+    });
+    setHits(result.evidence);
+    showAnswer(result.answer);
+    if (state.hits.length) goTo(0);
+    const note = result.llm_error ? `; no answer: ${result.llm_error}` : "";
+    setStatus(`${state.hits.length} hits in ${result.seconds.toFixed(1)} s${note}`, !!result.llm_error);
+    document.body.dataset.state = "answered";
+  } catch (error) {
+    setStatus(error.message, true);
+    document.body.dataset.state = "failed";
+  } finally {
+    progress.hidden = true;
+    $("ask-button").disabled = false;
+  }
+}
+
+async function readEvents(response, onProgress) {
+  // Server-sent events over a POST (EventSource can only GET): split on blank lines.
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("the server closed the stream without a result");
+    buffer += value;
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const name = /^event: (.*)$/m.exec(frame)[1];
+      const data = JSON.parse(/^data: (.*)$/m.exec(frame)[1]);
+      if (name === "progress") onProgress(data.done, data.total);
+      else if (name === "result") return data;
+      else if (name === "error") throw new Error(`${data.status}: ${data.detail}`);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------- wiring
+
+function guarded(action) {
+  return async (event) => {
+    event.preventDefault();
+    try {
+      await action(event);
+    } catch (error) {
+      setStatus(error.message, true);
+    }
+  };
+}
+
+async function added(response) {
+  const doc = await response.json();
+  await loadCatalog(doc.id);
+  await showDocument(doc.id);
+  const warning = doc.decoding_errors ? `; ${doc.decoding_errors} non-UTF-8 byte run(s) replaced` : "";
+  setStatus(`${doc.status} ${doc.key}: ${doc.chars.toLocaleString()} characters${warning}`);
+}
+
+$("upload-form").addEventListener("submit", guarded(async () => {
+  const file = $("upload-file").files[0];
+  if (!file) throw new Error("choose a file first");
+  const form = new FormData();
+  form.append("file", file);
+  setStatus(`uploading ${file.name}…`);
+  await added(await api("/api/documents", { method: "POST", body: form }));
+}));
+
+$("paste-form").addEventListener("submit", guarded(async () => {
+  const body = JSON.stringify({ name: $("paste-name").value, text: $("paste-text").value });
+  const headers = { "Content-Type": "application/json" };
+  await added(await api("/api/documents/text", { method: "POST", headers, body }));
+}));
+
+$("doc-select").addEventListener("change", guarded(async (event) => {
+  if (event.target.value) await showDocument(event.target.value);
+}));
+
+$("ask-form").addEventListener("submit", guarded(async () => {
+  if (!state.docId) throw new Error("upload or choose a document first");
+  await ask($("question").value);
+}));
+
+$("prev-hit").addEventListener("click", () => goTo(state.active - 1));
+$("next-hit").addEventListener("click", () => goTo(state.active + 1));
+$("evidence-list").addEventListener("click", (event) => {
+  const item = event.target.closest("li");
+  if (item) goTo(Number(item.dataset.hit), true);
+});
+$("doc-view").addEventListener("click", (event) => {
+  const mark = event.target.closest("mark.hit");
+  if (mark) goTo(Number(mark.dataset.hit));
+});
+$("answer").addEventListener("click", (event) => {
+  const link = event.target.closest("a.citation");
+  if (!link) return;
+  event.preventDefault();
+  followCitation(Number(link.dataset.cite));
+});
+$("api-key").addEventListener("change", guarded(() => loadCatalog()));
+
+loadCatalog().catch((error) => setStatus(error.message, true));
