@@ -510,6 +510,77 @@ def llm_serve(
         pass
 
 
+DEFAULT_SERVICE_DIR = Path.home() / ".local" / "share" / "longscan" / "service"
+
+
+@app.command()
+def serve(
+    host: Annotated[
+        str, typer.Option(help="Address to bind; anything but loopback needs an API key.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535)] = 8000,
+    data_dir: Annotated[
+        Path, typer.Option(help="Folder for uploads, the memory bank and sentence vectors.")
+    ] = DEFAULT_SERVICE_DIR,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="LONGSCAN_API_KEY",
+            show_default=False,
+            help="Key every /api call must send as X-API-Key (or LONGSCAN_API_KEY).",
+        ),
+    ] = None,
+    max_upload_mb: Annotated[float, typer.Option(min=0.001, help="Largest request body.")] = 32.0,
+    timeout: Annotated[
+        float, typer.Option(min=1.0, help="Seconds a question may wait and run before 504.")
+    ] = 300.0,
+    max_queued: Annotated[
+        int, typer.Option(min=1, help="Questions waiting for the scanner before 503.")
+    ] = 256,
+    llm: LLMUrl = None,
+    llm_model: LLMModel = None,
+    llm_config: LLMConfigFile = None,
+    local: LocalLLM = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Serve the web page and the HTTP API (OpenAPI schema at /openapi.json, docs at /docs)
+    until Ctrl-C: upload documents, ask, see the evidence highlighted in the text."""
+    _setup_logging(verbose)
+    import contextlib
+    import dataclasses
+
+    from longscan.service.settings import MIB, ServiceSettings
+
+    try:  # refuse an unsafe bind before loading anything
+        settings = ServiceSettings(
+            data_dir, host, api_key, int(max_upload_mb * MIB), timeout, max_queued
+        )
+    except ValueError as error:
+        raise _fail(str(error)) from None
+    with contextlib.ExitStack() as stack:
+        try:
+            if local:
+                from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer
+
+                llm = stack.enter_context(LocalServer())
+                llm_model = LOCAL_MODEL_NAME
+            settings = dataclasses.replace(settings, llm=_llm_config(llm, llm_model, llm_config))
+        except (RuntimeError, ValueError) as error:
+            raise _fail(str(error)) from None
+        import uvicorn
+
+        from longscan.service import create_app
+
+        console.print(f"longscan at http://{host}:{port}/ (Ctrl-C stops)", highlight=False)
+        uvicorn.run(
+            create_app(settings),
+            host=host,
+            port=port,
+            log_level="info" if verbose else "warning",
+            limit_concurrency=max_queued + 64,  # beyond the queue: health and page still answer
+        )
+
+
 QA_BENCHMARKS = (
     "loong",
     "leval-coursera",
