@@ -24,6 +24,9 @@ class ScannerConfig:
         n_groups: groups sharing B and C (``ngroups``); must divide the number of heads.
         n_features: extra per-sentence features (e.g. lexical match); 0 for none.
         bidirectional: add a second stack that reads the sentences back to front.
+        feature_skip: add a linear score of ``[cos(s, q), features]`` to every logit, so the
+            network learns a correction to a lexical+dense prior instead of the whole ranking
+            (helps when labelled data is scarce: the prior alone ranks like a tuned hybrid).
         dropout: dropout on the input embedding and on each block's residual branch.
         dt_min: lower end of the log-uniform initial step size.
         dt_max: upper end of the log-uniform initial step size.
@@ -43,6 +46,7 @@ class ScannerConfig:
     n_groups: int = 1
     n_features: int = 0
     bidirectional: bool = False
+    feature_skip: bool = False
     dropout: float = 0.0
     dt_min: float = 1e-3
     dt_max: float = 1e-1
@@ -59,8 +63,9 @@ class ScannerConfig:
                 raise ValueError(f"{name} must be a positive integer; got {value!r}")
         if not isinstance(self.n_features, int) or self.n_features < 0:
             raise ValueError(f"n_features must be an integer >= 0; got {self.n_features!r}")
-        if not isinstance(self.bidirectional, bool):
-            raise ValueError(f"bidirectional must be a bool; got {self.bidirectional!r}")
+        for name in ("bidirectional", "feature_skip"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool; got {getattr(self, name)!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1); got {self.dropout!r}")
         if self.d_inner % self.headdim:

@@ -309,6 +309,8 @@ class ScannerModel(nn.Module):
        sentences reversed, padding left at the end) and the two are merged:
        ``Linear(cat[h_fwd, h_rev])``.
     5. Final RMSNorm and a linear head give one logit per sentence; the query step has none.
+    6. If ``feature_skip``, a linear score of ``[cos(s, q), features]`` is added to each
+       logit (a wide path beside the deep one).
 
     Streaming: a causal model carries a :class:`ScannerState` across windows
     (``forward(..., state=)``), and the logits equal one full pass. A bidirectional model
@@ -335,16 +337,21 @@ class ScannerModel(nn.Module):
             self.merge = nn.Linear(2 * config.d_model, config.d_model)
         self.norm_f = RMSNorm(config.d_model, eps=config.norm_eps)
         self.head = nn.Linear(config.d_model, 1)
+        if config.feature_skip:
+            self.prior = nn.Linear(1 + config.n_features, 1)
         self._init_weights()
 
     @torch.no_grad()
     def _init_weights(self) -> None:
-        """Zero Linear biases; scale each out_proj by ``1/sqrt(n_layers)`` (GPT-2 / Mamba)."""
+        """Zero Linear biases; scale each out_proj by ``1/sqrt(n_layers)`` (GPT-2 / Mamba);
+        the prior starts at zero, so an untrained wide path changes nothing."""
         for module in self.modules():
             if isinstance(module, nn.Linear) and module.bias is not None:
                 module.bias.zero_()
             if isinstance(module, Mamba2Mixer):
                 module.out_proj.weight /= math.sqrt(self.config.n_layers)
+        if self.config.feature_skip:
+            self.prior.weight.zero_()
 
     # -- inputs ---------------------------------------------------------------------------
 
@@ -378,11 +385,24 @@ class ScannerModel(nn.Module):
             ``(b, l, d_model)``.
         """
         q = query[:, None, :]  # (b, d_input) -> (b, 1, d_input)
-        cos = F.cosine_similarity(sentences, q, dim=-1, eps=1e-8)[..., None]  # (b, l, 1)
-        parts = [sentences, sentences * q, (sentences - q).abs(), cos]
-        if features is not None:
-            parts.append(features.to(sentences.dtype))
+        parts = [
+            sentences,
+            sentences * q,
+            (sentences - q).abs(),
+            *self._match(sentences, query, features),
+        ]
         return self.dropout(self.embed_sentences(torch.cat(parts, dim=-1)))  # (b, l, d_model)
+
+    @staticmethod
+    def _match(sentences: Tensor, query: Tensor, features: Tensor | None) -> list[Tensor]:
+        """``[cos(s, q) (b, l, 1), features (b, l, n_features)]``: the inputs of the prior."""
+        cos = F.cosine_similarity(sentences, query[:, None, :], dim=-1, eps=1e-8)[..., None]
+        return [cos] if features is None else [cos, features.to(sentences.dtype)]
+
+    def prior_logits(self, sentences: Tensor, query: Tensor, features: Tensor | None) -> Tensor:
+        """The wide path's score ``(b, l)``; needs ``feature_skip``."""
+        match = torch.cat(self._match(sentences, query, features), dim=-1)  # (b, l, 1 + f)
+        return self.prior(match).squeeze(-1)  # (b, l)
 
     # -- stacks ---------------------------------------------------------------------------
 
@@ -538,6 +558,9 @@ class ScannerModel(nn.Module):
                 parts.append(self._logits(merged))  # (b, w) in reversed order
             logits = torch.cat(parts, dim=1).gather(1, rev)  # (b, l) in document order
 
+        # 6. The wide path.
+        if self.config.feature_skip:
+            logits = logits + self.prior_logits(sentences, query, features)
         if mask is not None:
             logits = logits.masked_fill(~mask, float("-inf"))
         return ScannerOutput(logits=logits, state=new_state)

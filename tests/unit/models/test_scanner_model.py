@@ -26,10 +26,14 @@ def tiny_config(**overrides) -> ScannerConfig:
 @pytest.fixture(scope="session")
 def _models():
     torch.manual_seed(0)
-    return {bi: ScannerModel(tiny_config(bidirectional=bi)).eval() for bi in (False, True)}
+    models = {bi: ScannerModel(tiny_config(bidirectional=bi)).eval() for bi in (False, True)}
+    models["skip"] = ScannerModel(tiny_config(feature_skip=True)).eval()
+    with torch.no_grad():  # a trained-looking wide path, so the tests see it act
+        models["skip"].prior.weight.normal_()
+    return models
 
 
-@pytest.fixture(params=[False, True], ids=["causal", "bidirectional"])
+@pytest.fixture(params=[False, True, "skip"], ids=["causal", "bidirectional", "feature-skip"])
 def model(request, _models):
     return copy.deepcopy(_models[request.param])
 
@@ -102,8 +106,9 @@ def test_scan_equals_full_pass(model, window):
 
 
 @pytest.mark.parametrize("windows", [[37], [1, 36], [5, 16, 16], [20, 17]])
-def test_causal_forward_with_state_equals_full_pass(_models, windows):
-    model = _models[False]
+@pytest.mark.parametrize("kind", [False, "skip"], ids=["causal", "feature-skip"])
+def test_causal_forward_with_state_equals_full_pass(_models, windows, kind):
+    model = _models[kind]
     sentences, query, features = make_doc(length=37)
     with torch.no_grad():
         full = model(sentences, query, features).logits
@@ -212,6 +217,21 @@ def test_input_validation(_models):
 
 
 # -- config --------------------------------------------------------------------------------
+
+
+def test_feature_skip_adds_a_linear_score_of_the_match(_models):
+    """The wide path is exactly ``prior([cos, features])`` added to the deep logits."""
+    skip = _models["skip"]
+    deep = copy.deepcopy(skip)
+    with torch.no_grad():
+        deep.prior.weight.zero_()
+        deep.prior.bias.zero_()
+    sentences, query, features = make_doc(length=20)
+    cos = F.cosine_similarity(sentences, query[:, None], dim=-1)[..., None]
+    expected = skip.prior(torch.cat([cos, features], dim=-1)).squeeze(-1)
+    difference = skip.scan(sentences, query, features) - deep.scan(sentences, query, features)
+    assert torch.allclose(difference, expected, atol=1e-5)
+    assert expected.abs().max() > 1e-2
 
 
 def test_config_round_trip():
