@@ -217,6 +217,17 @@ def train_command(
     bidirectional: Annotated[
         bool, typer.Option("--bidirectional/--causal", help="Add the reversed pass.")
     ] = False,
+    feature_skip: Annotated[
+        bool,
+        typer.Option(
+            "--feature-skip/--no-feature-skip",
+            help="Add a linear score of the cosine and features to every logit (wide path).",
+        ),
+    ] = False,
+    features: Annotated[
+        int | None,
+        typer.Option(min=0, help="Read only the first N per-sentence features (default: all)."),
+    ] = None,
     d_model: Annotated[int, typer.Option(min=8)] = 256,
     layers: Annotated[int, typer.Option(min=1)] = 4,
     lr: Annotated[float, typer.Option(min=0.0)] = 2e-3,
@@ -255,8 +266,9 @@ def train_command(
             model=ScannerConfig(
                 d_model=d_model,
                 n_layers=layers,
-                n_features=N_FEATURES,
+                n_features=N_FEATURES if features is None else min(features, N_FEATURES),
                 bidirectional=bidirectional,
+                feature_skip=feature_skip,
                 dropout=dropout,
             ),
             seeds=tuple(int(s) for s in seeds.split(",")),
