@@ -1,0 +1,142 @@
+"""The HTTP API: documents in, evidence (offsets into the text) and cited answers out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from longscan.answering.llm import LLMConfig
+from longscan.service import ServiceSettings, create_app
+from scripted_server import ScriptedServer, completion_body
+
+
+def events(body: str) -> list[tuple[str, Any]]:
+    """``(event name, JSON data)`` of a server-sent event stream."""
+    parsed = []
+    for frame in body.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in frame.splitlines())
+        parsed.append((fields["event"], json.loads(fields["data"])))
+    return parsed
+
+
+def test_evidence_points_into_the_uploaded_text(
+    client: TestClient, story_id: int, story: str
+) -> None:
+    response = client.post(
+        "/api/ask", json={"question": "Where is the spare key?", "doc_ids": [story_id]}
+    )
+    assert response.status_code == 200, response.text
+    evidence = response.json()["evidence"]
+    text = client.get(f"/api/documents/{story_id}").json()["text"]
+    assert text == story
+    for item in evidence:
+        assert item["doc_id"] == str(story_id)
+        assert text[item["start"] : item["end"]] == item["text"]
+    assert "flowerpot" in evidence[0]["text"]
+    assert [e["score"] for e in evidence] == sorted((e["score"] for e in evidence), reverse=True)
+
+
+def test_top_k_bounds_the_evidence(client: TestClient, story_id: int) -> None:
+    body = {"question": "Where did they drive?", "doc_ids": [story_id], "top_k": 2}
+    assert len(client.post("/api/ask", json=body).json()["evidence"]) == 2
+
+
+def test_stream_reports_encoding_progress_then_the_result(client: TestClient, story: str) -> None:
+    text = story.replace("Lisbon", "Porto") + "\n\nA new paragraph makes this text unseen."
+    doc_id = client.post("/api/documents/text", json={"name": "new.txt", "text": text}).json()
+    body = {"question": "Which city did they drive to?", "doc_ids": [doc_id["id"]]}
+    with client.stream("POST", "/api/ask/stream", json=body) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        streamed = events(response.read().decode())
+    names = [name for name, _ in streamed]
+    assert names[0] == "queued" and names[-1] == "result"
+    progress = [data for name, data in streamed if name == "progress"]
+    assert progress and progress[-1]["done"] == progress[-1]["total"]
+    assert any("Porto" in item["text"] for item in streamed[-1][1]["evidence"])
+    again = client.post("/api/ask", json=body).json()
+    assert again["evidence"] == streamed[-1][1]["evidence"]
+
+
+def test_stream_ends_with_an_error_event_for_an_unknown_document(client: TestClient) -> None:
+    body = {"question": "anything?", "doc_ids": [987654]}
+    with client.stream("POST", "/api/ask/stream", json=body) as response:
+        streamed = events(response.read().decode())
+    assert streamed[-1] == ("error", {"status": 404, "detail": streamed[-1][1]["detail"]})
+
+
+def test_reupload_updates_the_same_document(client: TestClient) -> None:
+    first = client.post("/api/documents/text", json={"name": "v.txt", "text": "One text."})
+    same = client.post("/api/documents/text", json={"name": "v.txt", "text": "One text."})
+    changed = client.post("/api/documents/text", json={"name": "v.txt", "text": "Another."})
+    assert [r.json()["status"] for r in (first, same, changed)] == [
+        "added",
+        "unchanged",
+        "updated",
+    ]
+    assert first.json()["id"] == changed.json()["id"]
+    assert client.get(f"/api/documents/{first.json()['id']}").json()["text"] == "Another."
+    keys = [d["key"] for d in client.get("/api/documents").json()]
+    assert keys.count("v.txt") == 1
+
+
+def test_file_upload_keeps_its_name_and_reports_non_utf8(client: TestClient) -> None:
+    raw = "Café prices rose in March.".encode() + b"\xff\xfe broken bytes."
+    response = client.post("/api/documents", files={"file": ("menu.txt", raw, "text/plain")})
+    assert response.status_code == 200, response.text
+    assert response.json()["key"] == "menu.txt"
+    text = client.get(f"/api/documents/{response.json()['id']}").json()["text"]
+    assert text == raw.decode("utf-8", "replace")
+    assert response.json()["decoding_errors"] == text.count("\ufffd") > 0
+
+
+def test_unusable_input_is_a_clear_client_error(client: TestClient, story_id: int) -> None:
+    binary = client.post("/api/documents", files={"file": ("a.txt", b"\x00\x01\x02PK")})
+    empty = client.post("/api/documents", files={"file": ("b.txt", b"  \n ")})
+    blank_question = client.post("/api/ask", json={"question": "   ", "doc_ids": [story_id]})
+    unknown = client.post("/api/ask", json={"question": "why?", "doc_ids": [987654]})
+    assert (binary.status_code, empty.status_code) == (400, 400)
+    assert "binary" in binary.json()["detail"] and "no text" in empty.json()["detail"]
+    assert blank_question.status_code == 400 and "empty" in blank_question.json()["detail"]
+    assert unknown.status_code == 404
+    assert client.get("/api/documents/987654").status_code == 404
+
+
+def test_health_metrics_and_schema(client: TestClient, story_id: int) -> None:
+    client.post("/api/ask", json={"question": "What stopped at noon?", "doc_ids": [story_id]})
+    health = client.get("/api/health", headers={"X-API-Key": ""}).json()
+    metrics = client.get("/metrics").text
+    assert health["status"] == "ok" and health["documents"] >= 1
+    assert 'route="/api/ask",status="200"' in metrics
+    assert "longscan_ask_seconds_count" in metrics
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/api/documents", "/api/ask", "/api/ask/stream", "/api/health"} <= set(paths)
+
+
+def test_the_page_and_its_script_are_served(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200 and 'id="doc-view"' in page.text
+    assert client.get("/static/app.js").status_code == 200
+
+
+def test_answer_citations_map_to_evidence_offsets(
+    data_dir: Path, tmp_path: Path, story: str
+) -> None:
+    server = ScriptedServer([(200, completion_body("Under the blue flowerpot [1]."), 0.0)])
+    try:
+        llm = LLMConfig(server.url, "scripted", max_retries=0, cache_path=str(tmp_path / "c.db"))
+        with TestClient(create_app(ServiceSettings(data_dir, llm=llm))) as client:
+            doc_id = client.post(
+                "/api/documents/text", json={"name": "story.txt", "text": story}
+            ).json()["id"]
+            body = {"question": "Where is the key?", "doc_ids": [doc_id], "top_k": 1}
+            result = client.post("/api/ask", json=body).json()
+    finally:
+        server.close()
+    answer = result["answer"]
+    assert answer["text"] == "Under the blue flowerpot [1]." and answer["model"] == "scripted"
+    assert answer["citations"] == [answer["evidence"][0]] == result["evidence"]
+    assert "flowerpot" in answer["citations"][0]["text"]
+    assert "flowerpot" in server.requests[0]["messages"][-1]["content"]
