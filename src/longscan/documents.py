@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -178,28 +178,43 @@ def read_paths(paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES) 
     they are an error.
 
     Raises:
-        DocumentError: a missing path, or no readable text at all.
+        DocumentError: a missing path, a duplicate id, or no readable text at all.
     """
-    documents: list[Document] = []
-    for given in paths:
-        root = Path(given)
+    return list(iter_paths(paths, max_bytes))
+
+
+def iter_paths(
+    paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES
+) -> Iterator[Document]:
+    """``read_paths`` one document at a time, so a corpus larger than memory can stream.
+
+    Every given path is checked before the first document is read.
+    """
+    given = list(paths)
+    for root in map(Path, given):
         if not root.exists():
             raise DocumentError(f"{root}: no such file or directory")
-        if root.is_file():
-            documents.append(read_file(root, doc_id=str(given), max_bytes=max_bytes))
+    seen: set[str] = set()
+    for name in given:
+        for document in _documents_under(name, max_bytes):
+            if document.id in seen:
+                raise DocumentError(f"duplicate document id {document.id!r} in the collection")
+            seen.add(document.id)
+            yield document
+    if not seen:
+        raise DocumentError("no readable text documents in " + ", ".join(map(str, given)))
+
+
+def _documents_under(given: str | Path, max_bytes: int) -> Iterator[Document]:
+    root = Path(given)
+    if root.is_file():
+        yield read_file(root, doc_id=str(given), max_bytes=max_bytes)
+        return
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        if path.suffix.lower() not in TEXT_SUFFIXES:
+            logger.warning("%s: skipped (not a %s file)", path, "/".join(TEXT_SUFFIXES))
             continue
-        found = sorted(p for p in root.rglob("*") if p.is_file())
-        for path in found:
-            if path.suffix.lower() not in TEXT_SUFFIXES:
-                logger.warning("%s: skipped (not a %s file)", path, "/".join(TEXT_SUFFIXES))
-                continue
-            try:
-                documents.append(
-                    read_file(path, doc_id=str(path.relative_to(root)), max_bytes=max_bytes)
-                )
-            except DocumentError as error:
-                logger.warning("skipped: %s", error)
-    if not documents:
-        raise DocumentError("no readable text documents in " + ", ".join(str(p) for p in paths))
-    check_unique_ids(documents)
-    return documents
+        try:
+            yield read_file(path, doc_id=str(path.relative_to(root)), max_bytes=max_bytes)
+        except DocumentError as error:
+            logger.warning("skipped: %s", error)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 FirstStage = Literal["bm25", "dense", "hybrid"]
 RRF_K = 60.0
+SCANNED_TOKENS = 4_000  # of each candidate, by default: see ``search``
 
 
 @dataclass
@@ -67,7 +68,7 @@ def search(
     depth: int = 50,
     scanner: Scanner | None = None,
     evidence_per_document: int = 3,
-    max_tokens_per_document: int | None = 4_000,
+    max_tokens_per_document: int | None = SCANNED_TOKENS,
 ) -> list[BankHit]:
     """The top ``k`` documents; with ``scanner`` (a ``longscan.scanning.Scanner``), the
     two-stage ranking over ``depth`` first-stage candidates, with evidence sentences.
@@ -81,7 +82,7 @@ def search(
     if scanner is None:
         keys = {d.id: d.key for d in documents}
         return [BankHit(i, keys[i], s) for i, s in candidates[:k] if i in keys]
-    readable = [_head(d.as_document(), max_tokens_per_document) for d in documents]
+    readable = [scanned_part(d.as_document(), max_tokens_per_document) for d in documents]
     logits = scanner.score(query, readable)
     hits, offset = [], 0
     best: list[float] = []
@@ -110,8 +111,9 @@ def search(
     ]
 
 
-def _head(document: Document, max_tokens: int | None) -> Document:
-    """The document cut after the sentence that passes ``max_tokens`` (4 characters each)."""
+def scanned_part(document: Document, max_tokens: int | None) -> Document:
+    """What the scanner reads of a candidate: the document cut after the sentence that passes
+    ``max_tokens`` (4 characters each). Ingestion caches the sentence vectors of this part."""
     if max_tokens is None or len(document.text) <= max_tokens * 4:
         return document
     ends = document.sentences[:, 1]

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 
 from longscan.documents import Document
+from longscan.encoders.cache import EmbeddingCache
+from longscan.encoders.minilm import EMBEDDING_DIM  # the driver never loads the model for it
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -109,12 +111,14 @@ class MemoryBank:
                 (document.id, source, domain, count_tokens(document.text), digest, document.text)
             )
             if len(pending) >= batch:
-                self._write(pending)
+                self.upsert(pending)
                 pending = []
-        self._write(pending)
+        self.upsert(pending)
         return counts
 
-    def _write(self, rows: Sequence[tuple[Any, ...]]) -> None:
+    def upsert(self, rows: Sequence[tuple[Any, ...]]) -> list[int]:
+        """Upsert ``(key, source, domain, tokens, content hash, text)`` rows, not yet indexed;
+        returns their ids (an update keeps its id)."""
         with self.db:  # one transaction per batch: a batch is in, or it is not
             for key, source, domain, tokens, digest, text in rows:
                 self.db.execute(
@@ -126,6 +130,29 @@ class MemoryBank:
                          content_hash = excluded.content_hash, text = excluded.text, indexed = 0""",
                     (key, source, domain, tokens, digest, text, time.time()),
                 )  # fmt: skip
+        return [int(self.id_of(row[0])) for row in rows]  # type: ignore[arg-type]
+
+    def known(self, keys: Sequence[str]) -> dict[str, tuple[str, bool]]:
+        """``key -> (content hash, indexed)`` for the keys already in the bank."""
+        return {
+            key: (digest, bool(indexed))
+            for key, digest, indexed in self._rows_where("key, content_hash, indexed", "key", keys)
+        }
+
+    def _rows_where(
+        self, columns: str, column: str, values: Sequence[Any]
+    ) -> Iterator[tuple[Any, ...]]:
+        """``SELECT columns WHERE column IN values``, in chunks under SQLite's variable limit."""
+        for first in range(0, len(values), 500):
+            part = list(values[first : first + 500])
+            marks = ",".join("?" * len(part))
+            yield from self.db.execute(
+                f"SELECT {columns} FROM documents WHERE {column} IN ({marks})", part
+            )
+
+    def sentence_cache(self) -> EmbeddingCache:
+        """The scanner's per-document sentence vectors, kept beside the bank (``vectors/``)."""
+        return EmbeddingCache(self.path / "vectors")
 
     def remove(self, keys: Iterable[str]) -> int:
         """Delete documents by key, from the table and from both indexes."""
@@ -142,16 +169,10 @@ class MemoryBank:
 
     def get(self, ids: Sequence[int]) -> list[BankDocument]:
         """Documents by id, in the order asked (missing ids are left out)."""
-        found = {}
-        for first in range(0, len(ids), 500):
-            part = list(ids[first : first + 500])
-            marks = ",".join("?" * len(part))
-            for row in self.db.execute(
-                "SELECT id, key, source, domain, tokens, text FROM documents "
-                f"WHERE id IN ({marks})",
-                part,
-            ):
-                found[row[0]] = BankDocument(*row)
+        found = {
+            row[0]: BankDocument(*row)
+            for row in self._rows_where("id, key, source, domain, tokens, text", "id", ids)
+        }
         return [found[i] for i in ids if i in found]
 
     def id_of(self, key: str) -> int | None:
@@ -195,12 +216,9 @@ class MemoryBank:
             self._dense = (
                 Index.restore(str(file), view=False)
                 if file.is_file()
-                else Index(ndim=self._encoder_dim(), metric="cos", dtype="f32")
+                else Index(ndim=EMBEDDING_DIM, metric="cos", dtype="f32")
             )
         return self._dense
-
-    def _encoder_dim(self) -> int:
-        return int(self._get_encoder().dim)
 
     def _get_encoder(self) -> Any:
         if self._encoder is None:
@@ -254,11 +272,6 @@ class MemoryBank:
                 "UPDATE documents SET indexed = 1 WHERE id = ?", [(i,) for i in ids]
             )
 
-    def embed_openings(self, texts: Sequence[str]) -> np.ndarray:
-        """One vector per document: its first window (MiniLM truncates at 256 tokens)."""
-        heads = [text[: DENSE_WINDOW_TOKENS * 8] for text in texts]  # cheap cut before tokenising
-        return np.asarray(self._get_encoder().encode(heads), dtype=np.float32)
-
     def sync(self, batch: int = 256, progress: bool = True) -> int:
         """Index every document not yet indexed; returns how many were indexed."""
         from tqdm.auto import tqdm
@@ -271,12 +284,16 @@ class MemoryBank:
             total=total, desc="indexing", unit="doc", disable=not progress or not total
         ) as bar:
             for rows in self.pending(batch):
-                self.index_batch(rows, self.embed_openings([t for _, t in rows]))
+                self.index_batch(rows, embed_openings([t for _, t in rows]))
                 done += len(rows)
                 bar.update(len(rows))
+        self.reload()
+        return done
+
+    def reload(self) -> None:
+        """Let searches see what the last commits added to the BM25 index."""
         if self._bm25 is not None:
             self._bm25.reload()
-        return done
 
     # -------------------------------------------------------------------------- search
 
@@ -302,6 +319,15 @@ class MemoryBank:
             (int(key), 1.0 - float(distance))
             for key, distance in zip(matches.keys, matches.distances, strict=True)
         ]
+
+
+def embed_openings(texts: Sequence[str]) -> np.ndarray:
+    """``(len(texts), dim)``: one vector per document, its first window (MiniLM truncates at
+    256 tokens)."""
+    from longscan.encoders import get_encoder
+
+    heads = [text[: DENSE_WINDOW_TOKENS * 8] for text in texts]  # cheap cut before tokenising
+    return np.asarray(get_encoder().encode(heads), dtype=np.float32)
 
 
 def _escape(query: str) -> str:

@@ -21,8 +21,9 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,12 @@ from tqdm.auto import tqdm
 
 from longscan.answering.tokens import count_tokens
 from longscan.bank import MemoryBank, search
+from longscan.bank.ingest import ingest
 from longscan.bench.builders import multihop_questions, squad_articles
 from longscan.bench.datasets import data_path
 from longscan.documents import Document, read_file
 from longscan.evaluation.measures import Measure, document_scores
+from longscan.parallel import bounded_map, ray_session, remote, workers
 
 MEASURES = tuple(Measure.parse(m) for m in ("docSR@1", "docSR@10", "docR@1", "docFR@1", "docFR@10"))
 DEFAULT_RUNGS = (64_000, 256_000, 512_000, 1_000_000, 5_000_000, 10_000_000, 20_000_000)
@@ -198,19 +201,25 @@ def _label(tokens: int) -> str:
     return f"{tokens / 1e6:g}M" if tokens >= 1_000_000 else f"{tokens // 1000}K"
 
 
-def evaluate_rung(
-    bank: MemoryBank,
-    queries: Sequence[LadderQuery],
-    systems: Sequence[str] = SYSTEMS,
-    depth: int = 20,
-    scanner: Any = None,
-) -> dict[str, Any]:
-    """Per system: mean document-level measures and query latency percentiles."""
-    results: dict[str, Any] = {}
+@dataclass(frozen=True)
+class Answer:
+    """One system's ranking for one query, and how long the search took."""
+
+    query_id: str
+    system: str
+    keys: list[str]
+    seconds: float
+
+
+def answer_queries(
+    bank_path: str, queries: Sequence[LadderQuery], systems: Sequence[str], depth: int
+) -> list[Answer]:
+    """Run every system on ``queries`` (a Ray task: it opens the bank read-only itself)."""
+    bank = MemoryBank(Path(bank_path))
+    scanner = _bank_scanner(bank_path) if "two-stage" in systems else None
+    answers = []
     for system in systems:
-        scores: dict[str, list[float]] = {m.name: [] for m in MEASURES}
-        latencies = []
-        for query in tqdm(queries, desc=system, leave=False):
+        for query in queries:
             started = time.perf_counter()
             if system == "two-stage":
                 hits = search(
@@ -218,14 +227,56 @@ def evaluate_rung(
                 )
             else:
                 hits = search(bank, query.query, 10, system)  # type: ignore[arg-type]
-            latencies.append(time.perf_counter() - started)
-            for name, value in document_scores([h.key for h in hits], query.gold, MEASURES).items():
+            seconds = time.perf_counter() - started
+            answers.append(Answer(query.id, system, [h.key for h in hits], seconds))
+    return answers
+
+
+@lru_cache(maxsize=4)
+def _bank_scanner(bank_path: str) -> Any:
+    """One scanner per worker and bank, reading the bank's sentence-vector cache."""
+    from longscan.scanning.scanner import Scanner
+
+    return Scanner.from_pretrained(cache=MemoryBank(Path(bank_path)).sentence_cache())
+
+
+def evaluate_rung(
+    bank: MemoryBank,
+    queries: Sequence[LadderQuery],
+    systems: Sequence[str] = SYSTEMS,
+    depth: int = 20,
+    queries_per_task: int = 8,
+    answer: Callable[..., list[Answer]] = answer_queries,
+) -> dict[str, Any]:
+    """Per system: mean document-level measures and query latency percentiles.
+
+    Queries run as Ray tasks of ``queries_per_task`` queries (retried if a worker dies);
+    latency is each search's own time inside its worker, with the workers busy in parallel.
+    ``answer`` is the task (tests wrap it to kill a worker).
+    """
+    task = remote(answer)
+    parts = [queries[i : i + queries_per_task] for i in range(0, len(queries), queries_per_task)]
+    calls = ((None, (str(bank.path), part, tuple(systems), depth)) for part in parts)
+    answers: dict[tuple[str, str], Answer] = {}
+    finished = bounded_map(task, calls, 2 * workers())
+    for _, results in tqdm(finished, total=len(parts), desc="queries", leave=False):
+        for item in results:
+            if (item.query_id, item.system) in answers:
+                raise RuntimeError(f"{item.query_id} was answered twice by {item.system}")
+            answers[(item.query_id, item.system)] = item
+    results: dict[str, Any] = {}
+    for system in systems:
+        mine = [answers[(query.id, system)] for query in queries]  # a lost query is a KeyError
+        scores: dict[str, list[float]] = {m.name: [] for m in MEASURES}
+        for query, item in zip(queries, mine, strict=True):
+            for name, value in document_scores(item.keys, query.gold, MEASURES).items():
                 scores[name].append(value)
+        latencies = [item.seconds for item in mine]
         results[system] = {
             **{name: (float(np.mean(v)) if v else None) for name, v in scores.items()},
-            "queries": len(queries),
-            "p50_ms": float(np.percentile(latencies, 50) * 1000),
-            "p99_ms": float(np.percentile(latencies, 99) * 1000),
+            "queries": len(mine),
+            "p50_ms": float(np.percentile(latencies, 50) * 1000) if latencies else None,
+            "p99_ms": float(np.percentile(latencies, 99) * 1000) if latencies else None,
         }
     return results
 
@@ -237,44 +288,48 @@ def run_ladder(
     systems: Sequence[str] = SYSTEMS,
     seed: int = 0,
     data_dir: str | None = None,
+    ray_address: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Build every rung, evaluate every system on it, write ``ladder.json`` as it goes."""
-    from longscan.scanning.scanner import Scanner
+    """Build every rung, evaluate every system on it, write ``ladder.json`` as it goes.
 
+    Ingestion and the queries run on Ray: embedded here, or on the cluster at
+    ``ray_address``.
+    """
     corpus = load_corpus(data_dir, per_domain, seed)
     negatives = hard_negatives(corpus)
     plans = plan_rungs(corpus, negatives, budgets, seed)
-    scanner = Scanner.from_pretrained() if "two-stage" in systems else None
     texts = {key: text for pool in corpus.paragraphs.values() for key, text in pool.items()}
     rows: list[dict[str, Any]] = []
     growing: MemoryBank | None = None
-    for plan in plans:
-        isolated = plan.name.count("-isolated-") == 1
-        bank = MemoryBank(out_dir / "banks" / plan.name) if isolated else growing
-        if bank is None:
-            bank = growing = MemoryBank(out_dir / "banks" / "shared")
-        started = time.perf_counter()
-        added = bank.add(Document(k, texts[k]) for k in plan.keys)
-        bank.add(_distractor_documents(plan.distractors), domain="distractor")
-        ingest = time.perf_counter() - started
-        started = time.perf_counter()
-        bank.sync()
-        index = time.perf_counter() - started
-        present = {row[0] for row in bank.db.execute("SELECT key FROM documents")}
-        asked = [q for q in corpus.queries if q.domain in plan.domains and set(q.gold) <= present]
-        stats = bank.stats()
-        row = {
-            "rung": plan.name,
-            "documents": stats["documents"],
-            "tokens": stats["tokens"],
-            "queries": len(asked),
-            "ingest_seconds": round(ingest, 1),
-            "index_seconds": round(index, 1),
-            "added": added,
-            "systems": evaluate_rung(bank, asked, systems, scanner=scanner),
-        }
-        rows.append(row)
-        (out_dir / "ladder.json").write_text(json.dumps(rows, indent=2))
+    with ray_session(ray_address):
+        for plan in plans:
+            isolated = plan.name.count("-isolated-") == 1
+            bank = MemoryBank(out_dir / "banks" / plan.name) if isolated else growing
+            if bank is None:
+                bank = growing = MemoryBank(out_dir / "banks" / "shared")
+            reports = [
+                ingest(bank, (Document(k, texts[k]) for k in plan.keys)),
+                ingest(bank, _distractor_documents(plan.distractors), domain="distractor"),
+            ]
+            present = {row[0] for row in bank.db.execute("SELECT key FROM documents")}
+            asked = [
+                q for q in corpus.queries if q.domain in plan.domains and set(q.gold) <= present
+            ]
+            stats = bank.stats()
+            row = {
+                "rung": plan.name,
+                "documents": stats["documents"],
+                "tokens": stats["tokens"],
+                "queries": len(asked),
+                "ingest_seconds": round(sum(r.wall_seconds for r in reports), 1),
+                "added": {
+                    name: sum(getattr(r, name) for r in reports)
+                    for name in ("added", "updated", "unchanged")
+                },
+                "systems": evaluate_rung(bank, asked, systems),
+            }
+            rows.append(row)
+            (out_dir / "ladder.json").write_text(json.dumps(rows, indent=2))
     return rows
 
 

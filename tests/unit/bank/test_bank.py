@@ -8,16 +8,7 @@ from pathlib import Path
 import pytest
 
 from longscan.bank import MemoryBank, search
-from longscan.bench.builders import build_multihop
 from longscan.documents import Document
-
-
-@pytest.fixture(scope="module")
-def paragraphs() -> list[Document]:
-    """Real HotpotQA paragraphs, one document each, with stable keys."""
-    items = build_multihop("hotpotqa", "dev", 3_000, max_items=6, mode="collection")
-    unique = {d.id: d for item in items for d in item.documents}
-    return list(unique.values())
 
 
 def test_crud_survives_a_restart(tmp_path: Path, paragraphs: list[Document]) -> None:

@@ -1,0 +1,277 @@
+"""Streaming ingestion into a memory bank: read on the driver, encode on Ray workers, index
+on the driver.
+
+1. **read** (driver): documents come one at a time from an iterator (``iter_paths``), are
+   hashed and looked up; unchanged, indexed documents are skipped and the rest grouped in
+   batches of at most ``batch_documents`` documents or ``batch_chars`` characters.
+2. **encode** (Ray tasks, retried when their worker dies): cl100k token counts, the
+   opening-window MiniLM vector of each document (the dense index), and optionally the
+   scanner's contextual sentence vectors of the part two-stage search reads.
+3. **index** (driver): SQLite rows, tantivy, usearch and the sentence-vector cache. None of
+   these takes writers from several processes, so the driver is the only writer, and it
+   commits batch by batch.
+
+Only ``max_in_flight`` batches exist at a time, so memory does not grow with the corpus.
+A batch is committed whole or not at all, and committed documents are skipped by their
+``(key, content hash)``: an interrupted ingestion is resumed by running it again, and
+nothing is lost or added twice. Rows a plain ``MemoryBank.add`` left unindexed are indexed
+first.
+"""
+
+from __future__ import annotations
+
+import itertools
+import resource
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, TypeVar
+
+import numpy as np
+
+from longscan.bank.search import scanned_part
+from longscan.bank.store import MemoryBank, content_hash, embed_openings
+from longscan.documents import Document
+from longscan.parallel import bounded_map, remote, workers
+
+Item = TypeVar("Item")
+BATCH_DOCUMENTS = 64
+BATCH_CHARS = 4_000_000  # about 1M tokens: a few MB in flight per batch
+STAGES = ("read", "tokenize", "encode", "sentences", "index")
+
+
+@dataclass
+class Batch:
+    """Documents to encode: new or changed ones (``keys``), or rows never indexed (``ids``)."""
+
+    texts: list[str]
+    keys: list[str] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)
+    updates: int = 0  # how many keys replace a document already in the bank
+    ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Encoded:
+    """What a worker returns for one batch."""
+
+    tokens: list[int]
+    openings: np.ndarray  # (documents, dim) float32 unit vectors
+    sentence_vectors: list[tuple[str, np.ndarray]]  # (cache key, (sentences, dim))
+    seconds: dict[str, float]
+    peak_rss_bytes: int
+
+
+@dataclass
+class IngestReport:
+    """Counts, per-stage seconds (worker stages summed over workers) and peak memory."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    indexed: int = 0
+    tokens: int = 0
+    batches: int = 0
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    wall_seconds: float = 0.0
+    peak_rss_driver_bytes: int = 0
+    peak_rss_worker_bytes: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything, plus tokens per second of each stage (per worker for worker stages)."""
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "indexed": self.indexed,
+            "tokens": self.tokens,
+            "batches": self.batches,
+            "wall_seconds": round(self.wall_seconds, 2),
+            "seconds": {stage: round(value, 2) for stage, value in self.seconds.items()},
+            "tokens_per_second": {
+                stage: round(self.tokens / value) for stage, value in self.seconds.items() if value
+            },
+            "peak_rss_driver_mb": round(self.peak_rss_driver_bytes / 2**20),
+            "peak_rss_worker_mb": round(self.peak_rss_worker_bytes / 2**20),
+        }
+
+
+def encode_batch(texts: list[str], scanned_tokens: int | None) -> Encoded:
+    """The worker's stage: token counts, opening vectors and (optionally) sentence vectors of
+    the first ``scanned_tokens`` tokens of each document."""
+    from longscan.answering.tokens import count_each
+
+    seconds = {}
+    started = time.perf_counter()
+    tokens = count_each(texts)
+    seconds["tokenize"] = time.perf_counter() - started
+    started = time.perf_counter()
+    openings = embed_openings(texts)
+    seconds["encode"] = time.perf_counter() - started
+    started = time.perf_counter()
+    sentence_vectors = []
+    if scanned_tokens is not None:
+        encoder = _contextual_encoder()
+        for text in texts:
+            part = scanned_part(Document("-", text), scanned_tokens)
+            sentence_vectors.append((encoder.cache_key(part), encoder.encode_document(part)))
+    seconds["sentences"] = time.perf_counter() - started
+    return Encoded(tokens, openings, sentence_vectors, seconds, _peak_rss_bytes())
+
+
+@cache
+def _contextual_encoder() -> Any:
+    """The shipped scanner's sentence encoder, loaded once per worker process."""
+    from longscan.scanning.scanner import Scanner
+
+    return Scanner.from_pretrained().encoder
+
+
+def ingest(
+    bank: MemoryBank,
+    documents: Iterable[Document],
+    source: str = "",
+    domain: str = "",
+    scanned_tokens: int | None = None,
+    batch_documents: int = BATCH_DOCUMENTS,
+    batch_chars: int = BATCH_CHARS,
+    max_in_flight: int | None = None,
+    encode: Callable[[list[str], int | None], Encoded] = encode_batch,
+    on_batch: Callable[[IngestReport], None] | None = None,
+    progress: bool = True,
+) -> IngestReport:
+    """Add or update ``documents`` (keyed by ``Document.id``) and index them, on Ray.
+
+    Runs in the current Ray session (see ``longscan.parallel.ray_session``).
+
+    Args:
+        scanned_tokens: Also cache the scanner's sentence vectors of this many leading tokens
+            of each document (two-stage search's ``max_tokens_per_document``); ``None``: no.
+        max_in_flight: Batches submitted at once (default: twice the workers).
+        encode: The worker's function (``encode_batch``; tests wrap it to kill workers).
+        on_batch: Called after each committed batch with the report so far.
+    """
+    if batch_documents < 1 or batch_chars < 1:
+        raise ValueError("batch_documents and batch_chars must be at least 1")
+    from tqdm.auto import tqdm
+
+    report = IngestReport()
+    started = time.perf_counter()
+    task = remote(encode)
+    cache_ = bank.sentence_cache() if scanned_tokens is not None else None
+    batches = itertools.chain(
+        _never_indexed(bank, batch_documents),
+        _changed(bank, documents, batch_documents, batch_chars, report),
+    )
+    calls = ((batch, (batch.texts, scanned_tokens)) for batch in batches)
+    with tqdm(desc="ingesting", unit="doc", disable=not progress) as bar:
+        for batch, encoded in bounded_map(task, calls, max_in_flight or 2 * workers()):
+            committing = time.perf_counter()
+            _commit(bank, batch, encoded, source, domain, cache_)
+            report.seconds["index"] += time.perf_counter() - committing
+            for stage, value in encoded.seconds.items():
+                report.seconds[stage] += value
+            report.peak_rss_worker_bytes = max(report.peak_rss_worker_bytes, encoded.peak_rss_bytes)
+            report.added += len(batch.keys) - batch.updates
+            report.updated += batch.updates
+            report.indexed += len(batch.texts)
+            report.tokens += sum(encoded.tokens)
+            report.batches += 1
+            bar.update(len(batch.texts))
+            bar.set_postfix(tokens=f"{report.tokens:,}", refresh=False)
+            if on_batch is not None:
+                on_batch(report)
+    bank.reload()
+    report.wall_seconds = time.perf_counter() - started
+    report.peak_rss_driver_bytes = _peak_rss_bytes()
+    return report
+
+
+def _commit(
+    bank: MemoryBank,
+    batch: Batch,
+    encoded: Encoded,
+    source: str,
+    domain: str,
+    cache_: Any,
+) -> None:
+    """Rows, then the sentence cache (content-keyed, harmless if left over), then the indexes,
+    which mark the rows indexed last: a crash anywhere leaves the batch to be redone."""
+    ids = batch.ids or bank.upsert(
+        [
+            (key, source, domain, tokens, digest, text)
+            for key, tokens, digest, text in zip(
+                batch.keys, encoded.tokens, batch.digests, batch.texts, strict=True
+            )
+        ]
+    )
+    if cache_ is not None:
+        for key, vectors in encoded.sentence_vectors:
+            cache_.put(key, vectors)
+    bank.index_batch(list(zip(ids, batch.texts, strict=True)), encoded.openings)
+
+
+def _never_indexed(bank: MemoryBank, size: int) -> Iterator[Batch]:
+    for rows in bank.pending(size):
+        yield Batch(texts=[text for _, text in rows], ids=[doc_id for doc_id, _ in rows])
+
+
+def _changed(
+    bank: MemoryBank,
+    documents: Iterable[Document],
+    batch_documents: int,
+    batch_chars: int,
+    report: IngestReport,
+) -> Iterator[Batch]:
+    """Batches of the documents that are new, changed, or stored but never indexed."""
+    for group in _groups(_timed(documents, report.seconds), batch_documents, batch_chars):
+        started = time.perf_counter()
+        group = list({document.id: document for document in group}.values())  # last one wins
+        known = bank.known([document.id for document in group])
+        batch = Batch(texts=[])
+        for document in group:
+            digest = content_hash(document.text)
+            if known.get(document.id) == (digest, True):
+                report.unchanged += 1
+                continue
+            batch.texts.append(document.text)
+            batch.keys.append(document.id)
+            batch.digests.append(digest)
+            batch.updates += document.id in known
+        report.seconds["read"] += time.perf_counter() - started
+        if batch.texts:
+            yield batch
+
+
+def _groups(items: Iterable[Document], size: int, chars: int) -> Iterator[list[Document]]:
+    """Consecutive documents, at most ``size`` of them or about ``chars`` characters."""
+    group: list[Document] = []
+    total = 0
+    for item in items:
+        group.append(item)
+        total += len(item.text)
+        if len(group) >= size or total >= chars:
+            yield group
+            group, total = [], 0
+    if group:
+        yield group
+
+
+def _timed(items: Iterable[Item], seconds: dict[str, float]) -> Iterator[Item]:
+    """``items``, adding the time spent producing each (reading files) to ``seconds["read"]``."""
+    iterator = iter(items)
+    while True:
+        started = time.perf_counter()
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        finally:
+            seconds["read"] += time.perf_counter() - started
+        yield item
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory (Linux reports kilobytes)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -1,0 +1,140 @@
+"""Ingestion and evaluation on Ray: killed workers, interrupted runs, updates, the cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from longscan.bank import MemoryBank, search
+from longscan.bank.ingest import Encoded, IngestReport, encode_batch, ingest
+from longscan.bank.search import SCANNED_TOKENS
+from longscan.bank.store import embed_openings
+from longscan.bench.ladder import Answer, LadderQuery, answer_queries, evaluate_rung
+from longscan.documents import Document
+
+pytestmark = pytest.mark.usefixtures("ray_workers")
+
+
+def assert_each_document_once(bank: MemoryBank, documents: list[Document]) -> None:
+    """Every document in the table, BM25 and dense indexes, once, with its own text."""
+    keys = [row[0] for row in bank.db.execute("SELECT key FROM documents")]
+    assert sorted(keys) == sorted(d.id for d in documents)
+    assert bank.stats()["not_indexed"] == 0
+    ids = [bank.id_of(d.id) for d in documents]
+    assert [b.text for b in bank.get(ids)] == [d.text for d in documents]  # type: ignore[arg-type]
+    dense = bank._dense_index()
+    assert len(dense) == len(documents) and all(i in dense for i in ids)
+    bm25 = bank._bm25_index()
+    bm25.reload()
+    assert bm25.searcher().num_docs == len(documents)
+
+
+def test_a_worker_killed_mid_ingestion_loses_nothing(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    marker = tmp_path / "killed"
+
+    def dies_once(texts: list[str], scanned_tokens: int | None) -> Encoded:
+        if not marker.exists():  # the first attempt of the first task kills its worker
+            marker.touch()
+            os._exit(1)
+        return encode_batch(texts, scanned_tokens)
+
+    documents = paragraphs[:20]
+    bank = MemoryBank(tmp_path / "bank")
+    report = ingest(bank, documents, batch_documents=4, encode=dies_once, progress=False)
+    assert marker.exists()
+    assert report.added == report.indexed == len(documents)
+    assert_each_document_once(MemoryBank(tmp_path / "bank"), documents)
+
+
+def test_interrupted_ingestion_resumes_without_loss_or_duplicates(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    def stop_after_two_batches(report: IngestReport) -> None:
+        if report.batches == 2:
+            raise KeyboardInterrupt  # the driver is stopped mid-ingestion
+
+    bank = MemoryBank(tmp_path)
+    bank.add(paragraphs[-3:])  # stored by a plain add, never indexed
+    with pytest.raises(KeyboardInterrupt):
+        ingest(
+            bank,
+            paragraphs[:-3],
+            batch_documents=4,
+            on_batch=stop_after_two_batches,
+            progress=False,
+        )
+    committed = len(bank) - 3
+    assert 0 < committed < len(paragraphs) - 3
+    resumed = MemoryBank(tmp_path)
+    report = ingest(resumed, paragraphs, batch_documents=4, progress=False)
+    assert report.added == len(paragraphs) - 3 - committed and report.updated == 0
+    assert_each_document_once(resumed, paragraphs)
+
+
+def test_an_update_replaces_the_document_in_both_indexes_across_a_restart(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    documents = paragraphs[:10]
+    ingest(MemoryBank(tmp_path), documents, progress=False)
+    old = documents[2]
+    new = Document(old.id, "Zanzibar quokkas juggle marmalade under a violet moon.")
+    bank = MemoryBank(tmp_path)
+    doc_id = bank.id_of(old.id)
+    report = ingest(bank, [*documents[:2], new], progress=False)
+    assert (report.updated, report.unchanged, report.added) == (1, 2, 0)
+    reopened = MemoryBank(tmp_path)
+    assert reopened.id_of(old.id) == doc_id and reopened.get([doc_id])[0].text == new.text
+    assert [i for i, _ in reopened.search_bm25("quokkas marmalade", 3)] == [doc_id]
+    old_word = max(old.text.split(), key=len).strip(".,;:()\"'")
+    assert doc_id not in [i for i, _ in reopened.search_bm25(old_word, 50)]
+    stored = reopened._dense_index().get(doc_id)
+    assert np.allclose(stored, embed_openings([new.text])[0], atol=1e-5)
+    expected = [*documents[:2], new, *documents[3:]]
+    assert_each_document_once(reopened, expected)
+
+
+def test_ingestion_caches_the_sentence_vectors_two_stage_search_reads(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    from longscan.scanning.scanner import Scanner
+
+    bank = MemoryBank(tmp_path)
+    ingest(bank, paragraphs[:16], scanned_tokens=SCANNED_TOKENS, progress=False)
+    cache = bank.sentence_cache()
+    scanner = Scanner.from_pretrained(cache=cache)
+    query = " ".join(paragraphs[4].text.split()[:12])
+    assert len(search(bank, query, k=3, depth=8, scanner=scanner)) == 3
+    assert cache.misses == 0 and cache.hits == 8  # read from the cache, none encoded again
+
+
+def test_a_worker_killed_mid_evaluation_answers_every_query_once(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    bank = MemoryBank(tmp_path / "bank")
+    ingest(bank, paragraphs[:24], progress=False)
+    queries = [
+        LadderQuery(f"q{i}", " ".join(d.text.split()[:10]), (d.id,), "wiki")
+        for i, d in enumerate(paragraphs[:12])
+    ]
+    marker = tmp_path / "killed"
+
+    def dies_once(*args: object) -> list[Answer]:
+        if not marker.exists():
+            marker.touch()
+            os._exit(1)
+        return answer_queries(*args)  # type: ignore[arg-type]
+
+    systems = ("bm25", "dense")
+    killed = evaluate_rung(bank, queries, systems, queries_per_task=3, answer=dies_once)
+    undisturbed = evaluate_rung(bank, queries, systems, queries_per_task=3)
+    assert marker.exists()
+    for system in systems:
+        assert killed[system]["queries"] == len(queries)
+        for measure in ("docSR@1", "docSR@10", "docR@1"):
+            assert killed[system][measure] == undisturbed[system][measure]
+    assert killed["bm25"]["docSR@10"] > 0.5  # real rankings, not empty ones
