@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, File, HTTPException, Request, Response, UploadFile
+from fastapi import Path as PathParameter
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import APIKeyHeader
 from fastapi.staticfiles import StaticFiles
@@ -31,11 +32,13 @@ from longscan import __version__
 from longscan.documents import DocumentError, Evidence
 from longscan.retrievers.base import MAX_QUERY_CHARS
 from longscan.service.engine import Busy, DocumentInfo, Engine, TimedOut, UnknownDocument
-from longscan.service.limits import BodyLimit, UnsafeName, upload_path
+from longscan.service.limits import MAX_NAME_BYTES, BodyLimit, UnsafeName, upload_path
 from longscan.service.settings import ServiceSettings
 
 logger = logging.getLogger(__name__)
 MAX_DOCUMENTS_PER_QUESTION = 50
+SQLITE_MAX_INTEGER = 2**63 - 1
+DocId = Annotated[int, Field(ge=1, le=SQLITE_MAX_INTEGER, description="A bank id.")]
 ERROR_STATUS: dict[type[Exception], int] = {Busy: 503, TimedOut: 504, UnknownDocument: 404}
 UPLOAD_CHUNK_BYTES = 1 << 20
 STATIC = resources.files("longscan.service") / "static"
@@ -62,13 +65,13 @@ class DocumentText(DocumentOut):
 
 
 class PasteIn(BaseModel):
-    name: str = Field(min_length=1, max_length=255, description="A file name, not a path.")
+    name: str = Field(min_length=1, max_length=MAX_NAME_BYTES, description="A file name.")
     text: str = Field(min_length=1)
 
 
 class AskIn(BaseModel):
     question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    doc_ids: list[int] = Field(min_length=1, max_length=MAX_DOCUMENTS_PER_QUESTION)
+    doc_ids: list[DocId] = Field(min_length=1, max_length=MAX_DOCUMENTS_PER_QUESTION)
     top_k: int | None = Field(default=None, ge=1, le=200)
 
 
@@ -159,7 +162,6 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await engine.start()
         yield
-        engine.close()
 
     app = FastAPI(
         title="longscan",
@@ -239,7 +241,9 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         return [_document_out(info) for info in await engine.call(engine.catalog)]
 
     @app.get("/api/documents/{doc_id}", dependencies=guarded, tags=["documents"])
-    async def get_document(doc_id: int) -> DocumentText:
+    async def get_document(
+        doc_id: Annotated[int, PathParameter(ge=1, le=SQLITE_MAX_INTEGER)],
+    ) -> DocumentText:
         """The document's full text: the offsets of evidence point into it."""
 
         def read() -> DocumentText:

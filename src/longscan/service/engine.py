@@ -97,11 +97,13 @@ class Engine:
             self.pending -= 1
 
     async def start(self) -> None:
-        """Open the bank and load the scanner (seconds), before the first request."""
-        await self.call(self._load)
+        """Open the bank and load the scanner (seconds), before the first request.
 
-    def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        Starting again is a no-op: the worker thread lives as long as the process, since
+        the bank's SQLite connection belongs to it (test clients start an app many times).
+        """
+        if self._retriever is None:
+            await self.call(self._load)
 
     # -------------------------------------------------- jobs (run on the worker thread)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-MAX_NAME_CHARS = 255
+MAX_NAME_BYTES = 200  # file systems allow 255; the partial upload's suffix needs the rest
 
 
 class UnsafeName(ValueError):
@@ -27,8 +27,12 @@ def upload_path(folder: Path, name: str) -> Path:
     """
     if not name or not name.strip():
         raise UnsafeName("the file needs a name")
-    if len(name) > MAX_NAME_CHARS:
-        raise UnsafeName(f"the file name is over {MAX_NAME_CHARS} characters")
+    try:
+        encoded = name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UnsafeName("the file name is not valid Unicode") from None
+    if len(encoded) > MAX_NAME_BYTES:
+        raise UnsafeName(f"the file name is over {MAX_NAME_BYTES} bytes")
     if any(unicodedata.category(ch) == "Cc" for ch in name):
         raise UnsafeName("the file name holds control characters (NUL, newline, ...)")
     if "/" in name or "\\" in name or ":" in name:

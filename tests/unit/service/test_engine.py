@@ -34,7 +34,6 @@ def test_a_full_queue_is_busy_and_a_slow_job_times_out(tmp_path: Path) -> None:
         return outcomes
 
     outcomes = asyncio.run(scenario())
-    engine.close()
     assert all(isinstance(outcome, TimedOut) for outcome in outcomes)
     assert ran == ["later"]  # "queued" waited past its deadline and never ran
     assert engine.pending == 0
@@ -53,7 +52,6 @@ def test_jobs_run_one_at_a_time_in_order(tmp_path: Path) -> None:
         await asyncio.gather(*(engine.call(job) for _ in range(4)))
 
     asyncio.run(scenario())
-    engine.close()
     ends = [end for _, end in spans[:-1]]
     starts = [start for start, _ in spans[1:]]
     assert all(end <= start for end, start in zip(ends, starts, strict=True))

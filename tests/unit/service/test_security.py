@@ -50,7 +50,7 @@ def test_upload_path_stays_a_direct_child(tmp_path: Path) -> None:
     (tmp_path / "planted").symlink_to(tmp_path.parent / "outside.txt")
     with pytest.raises(UnsafeName, match="outside"):
         upload_path(tmp_path, "planted")  # a link left in the folder is not followed out
-    for name in ESCAPES:
+    for name in [*ESCAPES, "é" * 101, "\ud800.txt", ""]:  # also too long, not Unicode, none
         with pytest.raises(UnsafeName):
             upload_path(tmp_path, name)
 

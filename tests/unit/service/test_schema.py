@@ -1,0 +1,41 @@
+"""schemathesis against the OpenAPI schema: generated requests never get a server error."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import schemathesis
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+
+from longscan.service import ServiceSettings, create_app
+
+KEY = "schema-key"
+DATA_DIR = Path(tempfile.mkdtemp(prefix="longscan-schema-"))
+APP = create_app(ServiceSettings(DATA_DIR, api_key=KEY, max_upload_bytes=256 * 1024))
+schema = schemathesis.openapi.from_asgi("/openapi.json", APP)  # parametrize needs it at import
+
+
+@pytest.fixture(scope="module", autouse=True)
+def started() -> Iterator[None]:
+    """Run the app's startup (the scanner loads) for every generated request."""
+    with TestClient(APP, headers={"X-API-Key": KEY}) as client:
+        client.post("/api/documents/text", json={"name": "a.txt", "text": "A short text."})
+        yield
+    shutil.rmtree(DATA_DIR, ignore_errors=True)
+
+
+@schema.parametrize()
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,  # the same examples every run: a failure is reproducible
+)
+def test_no_generated_request_is_a_server_error(case: schemathesis.Case) -> None:
+    case.call_and_validate(headers={"X-API-Key": KEY}, checks=[not_a_server_error])
