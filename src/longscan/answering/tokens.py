@@ -18,10 +18,23 @@ def _encoding() -> Any:
     return bpe_openai.get_encoding("cl100k_base")
 
 
+PIECE_CHARS = 500_000  # bpe-openai refuses to encode a million characters or more at once
+
+
 def count_tokens(text: str) -> int:
-    return len(_encoding().encode(text, disallowed_special=()))
+    """cl100k tokens of ``text``; a long text is counted in pieces cut before a space, where
+    the encoding starts a new token anyway, so the count matches the whole text's."""
+    encoding = _encoding()
+    total, start = 0, 0
+    while start < len(text):
+        stop = min(start + PIECE_CHARS, len(text))
+        if stop < len(text):
+            space = text.rfind(" ", start + 1, stop)
+            stop = space if space > 0 else stop
+        total += len(encoding.encode(text[start:stop], disallowed_special=()))
+        start = stop
+    return total
 
 
 def count_each(texts: Sequence[str]) -> list[int]:
-    encoding = _encoding()
-    return [len(encoding.encode(text, disallowed_special=())) for text in texts]
+    return [count_tokens(text) for text in texts]
