@@ -409,28 +409,51 @@ bank_app = typer.Typer(
 app.add_typer(bank_app, name="bank")
 BANK_OPTION = typer.Option("--bank", help="The bank's folder.")
 DEFAULT_BANK = Path.home() / ".local" / "share" / "longscan" / "bank"
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="Run on this Ray cluster (e.g. ray://head:10001, or auto); default: Ray embedded "
+        "on this machine with a worker per core.",
+    ),
+]
 
 
 @bank_app.command("add")
 def bank_add(
-    paths: Annotated[list[Path], typer.Argument(help="Text files or folders to add.")],
+    paths: Annotated[list[Path], typer.Argument(exists=True, help="Text files or folders to add.")],
     bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK,
     domain: Annotated[str, typer.Option(help="A label to group documents.")] = "",
     source: Annotated[str, typer.Option(help="Where the documents come from.")] = "",
+    sentence_vectors: Annotated[
+        bool,
+        typer.Option(
+            "--sentence-vectors/--no-sentence-vectors",
+            help="Also cache the scanner's sentence vectors of each document's first 4,000 "
+            "tokens, so two-stage search encodes nothing at query time (ingestion is slower).",
+        ),
+    ] = True,
+    ray_address: RayAddress = None,
 ) -> None:
-    """Add or update documents (keyed by their relative path) and index them. Running it
-    again after an interruption resumes: unchanged documents are skipped."""
-    from longscan.bank import MemoryBank
-    from longscan.documents import DocumentError, read_paths
+    """Add or update documents (keyed by their relative path) and index them.
 
-    try:
-        documents = read_paths(paths)
-    except DocumentError as error:
-        raise _fail(str(error)) from None
+    Files stream one at a time; Ray workers encode them in batches (a worker that dies is
+    replaced and its batch redone) and this process writes the indexes, batch by batch.
+    Running it again after an interruption resumes: committed documents are skipped."""
+    from longscan.bank import MemoryBank
+    from longscan.bank.ingest import ingest
+    from longscan.bank.search import SCANNED_TOKENS
+    from longscan.documents import DocumentError, iter_paths
+    from longscan.parallel import ray_session
+
     store = MemoryBank(bank)
-    counts = store.add(documents, source=source, domain=domain)
-    indexed = store.sync()
-    console.print_json(json.dumps({**counts, "indexed": indexed, "documents": len(store)}))
+    scanned = SCANNED_TOKENS if sentence_vectors else None
+    try:
+        with ray_session(ray_address):
+            report = ingest(store, iter_paths(paths), source, domain, scanned_tokens=scanned)
+    except (DocumentError, ValueError) as error:
+        raise _fail(str(error)) from None
+    console.print_json(json.dumps({**report.as_dict(), "documents": len(store)}))
 
 
 @bank_app.command("remove")
@@ -471,12 +494,13 @@ def bank_search(
 
     try:
         validate_query(query)
+        store = MemoryBank(bank)
         scanner = None
         if two_stage:
             from longscan.scanning.scanner import Scanner
 
-            scanner = Scanner.from_pretrained()
-        hits = search(MemoryBank(bank), query, k, method, depth, scanner)  # type: ignore[arg-type]
+            scanner = Scanner.from_pretrained(cache=store.sentence_cache())
+        hits = search(store, query, k, method, depth, scanner)  # type: ignore[arg-type]
     except ValueError as error:
         raise _fail(str(error)) from None
     if as_json:
@@ -626,6 +650,7 @@ def bench_command(
     k: Annotated[int, typer.Option(min=1, help="Documents an LLM localisation returns.")] = 5,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per answer.")] = None,
     out: Annotated[Path, typer.Option(help="Folder for JSON and markdown.")] = Path("runs/qa"),
+    ray_address: RayAddress = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Run an answer-level benchmark end to end (answers, judge, scores, cost) and write a
@@ -639,7 +664,9 @@ def bench_command(
         from longscan.bench.ladder import DEFAULT_RUNGS, run_ladder
 
         try:
-            rows = run_ladder(out, DEFAULT_RUNGS, per_domain=max_items or 40)
+            rows = run_ladder(
+                out, DEFAULT_RUNGS, per_domain=max_items or 40, ray_address=ray_address
+            )
         except (ValueError, FileNotFoundError) as error:
             raise _fail(str(error)) from None
         console.print_json(json.dumps(rows))

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 from longscan.bank import MemoryBank, search
 from longscan.bank.ingest import Encoded, IngestReport, encode_batch, ingest
 from longscan.bank.search import SCANNED_TOKENS
 from longscan.bank.store import embed_openings
 from longscan.bench.ladder import Answer, LadderQuery, answer_queries, evaluate_rung
+from longscan.cli import app
 from longscan.documents import Document
 
 pytestmark = pytest.mark.usefixtures("ray_workers")
@@ -138,3 +140,27 @@ def test_a_worker_killed_mid_evaluation_answers_every_query_once(
         for measure in ("docSR@1", "docSR@10", "docR@1"):
             assert killed[system][measure] == undisturbed[system][measure]
     assert killed["bm25"]["docSR@10"] > 0.5  # real rankings, not empty ones
+
+
+def test_bank_add_streams_a_folder_and_a_rerun_adds_nothing(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    for i, document in enumerate(paragraphs[:5]):
+        (folder / f"{i}.txt").write_text(document.text)
+    command = [
+        "bank",
+        "add",
+        str(folder),
+        "--bank",
+        str(tmp_path / "bank"),
+        "--no-sentence-vectors",
+    ]
+    first = CliRunner().invoke(app, command)
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(app, command)
+    assert '"unchanged": 5' in again.output and '"added": 0' in again.output
+    assert len(MemoryBank(tmp_path / "bank")) == 5
+    missing = CliRunner().invoke(app, ["bank", "add", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
