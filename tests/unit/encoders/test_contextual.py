@@ -43,3 +43,20 @@ def test_paragraph_cache_reuses_encodings() -> None:
     encoder.encode_document(Document("a", PARAGRAPH + "\n\nSecond paragraph."))
     encoder.encode_document(Document("b", "New first one.\n\n" + PARAGRAPH))
     assert encoder.encoded_sentences == 3 + 1
+
+
+def test_batches_keep_padding_small_on_many_short_paragraphs(encoder, novel) -> None:
+    """Lines of very different lengths (a filing's table rows) must not be padded to the longest
+    one in a huge batch: each batch is at least MIN_FILL real tokens, within batch_tokens, and
+    every window is encoded once."""
+    lines = [s for s in novel.sentence_texts() if s.strip()][:400]
+    texts = [line[: 5 + (7 * i) % 400] for i, line in enumerate(lines)]
+    windows = encoder._windows(texts, [1] * len(texts))
+    windows.sort(key=lambda window: len(window.ids))
+    batches = encoder._batches(windows)
+    assert [w for batch in batches for w in batch] == windows
+    for batch in batches:
+        width = max(len(w.ids) for w in batch) + 2
+        assert width * len(batch) <= encoder.batch_tokens
+        real = sum(len(w.ids) + 2 for w in batch)
+        assert len(batch) == 1 or real >= contextual.MIN_FILL * width * len(batch)
