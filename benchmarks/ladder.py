@@ -45,12 +45,15 @@ def main() -> None:
     parser.add_argument("--per-domain", type=int, default=20, help="Queries per dataset.")
     parser.add_argument("--max-tokens", type=int, default=20_000_000, help="Largest rung.")
     parser.add_argument("--out", type=Path, default=Path("runs/ladder"))
+    parser.add_argument("--ray-address", help="A Ray cluster (default: Ray embedded here).")
     parser.add_argument("--table", type=Path, help="Print the table of an existing ladder.json.")
     args = parser.parse_args()
     if args.table is None:
         shutil.rmtree(args.out, ignore_errors=True)
         budgets = tuple(b for b in DEFAULT_RUNGS if b <= args.max_tokens)
-        rows = run_ladder(args.out, budgets, per_domain=args.per_domain)
+        rows = run_ladder(
+            args.out, budgets, per_domain=args.per_domain, ray_address=args.ray_address
+        )
     else:
         rows = json.loads(args.table.read_text())
     print(table(rows))

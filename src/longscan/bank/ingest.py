@@ -20,6 +20,7 @@ first.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import resource
 import time
@@ -38,6 +39,7 @@ from longscan.parallel import bounded_map, remote, workers
 Item = TypeVar("Item")
 BATCH_DOCUMENTS = 64
 BATCH_CHARS = 4_000_000  # about 1M tokens: a few MB in flight per batch
+CHECKPOINT_SECONDS = 30.0  # a killed driver redoes at most this much work
 STAGES = ("read", "load", "tokenize", "encode", "sentences", "index")
 
 
@@ -145,6 +147,7 @@ def ingest(
     batch_documents: int = BATCH_DOCUMENTS,
     batch_chars: int = BATCH_CHARS,
     max_in_flight: int | None = None,
+    checkpoint_seconds: float = CHECKPOINT_SECONDS,
     encode: Callable[[list[str], int | None], Encoded] = encode_batch,
     on_batch: Callable[[IngestReport], None] | None = None,
     progress: bool = True,
@@ -157,6 +160,8 @@ def ingest(
         scanned_tokens: Also cache the scanner's sentence vectors of this many leading tokens
             of each document (two-stage search's ``max_tokens_per_document``); ``None``: no.
         max_in_flight: Batches submitted at once (default: twice the workers).
+        checkpoint_seconds: How often the dense index is saved and committed rows flagged
+            indexed (and when ingestion stops, however it stops short of a kill).
         encode: The worker's function (``encode_batch``; tests wrap it to kill workers).
         on_batch: Called after each committed batch with the report so far.
     """
@@ -176,10 +181,19 @@ def ingest(
         _changed(bank, documents, batch_documents, batch_chars, report),
     )
     calls = ((batch, (batch.texts, scanned_tokens)) for batch in batches)
-    with tqdm(desc="ingesting", unit="doc", disable=not progress) as bar:
+    unmarked: list[int] = []  # indexed, not yet flagged: see ``MemoryBank.mark_indexed``
+    marked_at = time.perf_counter()
+    with (
+        tqdm(desc="ingesting", unit="doc", disable=not progress) as bar,
+        _finally_mark(bank, unmarked, report),
+    ):
         for batch, encoded in bounded_map(task, calls, max_in_flight or 2 * workers()):
             committing = time.perf_counter()
-            _commit(bank, batch, encoded, source, domain, cache_)
+            unmarked += _commit(bank, batch, encoded, source, domain, cache_)
+            if committing - marked_at >= checkpoint_seconds:
+                bank.mark_indexed(unmarked)
+                unmarked.clear()
+                marked_at = time.perf_counter()
             report.seconds["index"] += time.perf_counter() - committing
             for stage, value in encoded.seconds.items():
                 report.seconds[stage] += value
@@ -206,9 +220,9 @@ def _commit(
     source: str,
     domain: str,
     cache_: Any,
-) -> None:
-    """Rows, then the sentence cache (content-keyed, harmless if left over), then the indexes,
-    which mark the rows indexed last: a crash anywhere leaves the batch to be redone."""
+) -> list[int]:
+    """Rows, then the sentence cache (content-keyed, harmless if left over), then the indexes;
+    returns the ids, flagged indexed later: a crash before that leaves them to be redone."""
     ids = batch.ids or bank.upsert(
         [
             (key, source, domain, tokens, digest, text)
@@ -220,7 +234,19 @@ def _commit(
     if cache_ is not None:
         for key, vectors in encoded.sentence_vectors:
             cache_.put(key, vectors)
-    bank.index_batch(list(zip(ids, batch.texts, strict=True)), encoded.openings)
+    bank.index_batch(list(zip(ids, batch.texts, strict=True)), encoded.openings, mark=False)
+    return ids
+
+
+@contextlib.contextmanager
+def _finally_mark(bank: MemoryBank, unmarked: list[int], report: IngestReport) -> Iterator[None]:
+    """Flag what is indexed when the loop ends, also on an error or an interrupt."""
+    try:
+        yield
+    finally:
+        started = time.perf_counter()
+        bank.mark_indexed(unmarked)
+        report.seconds["index"] += time.perf_counter() - started
 
 
 def _never_indexed(bank: MemoryBank, size: int) -> Iterator[Batch]:
@@ -235,7 +261,8 @@ def _changed(
     batch_chars: int,
     report: IngestReport,
 ) -> Iterator[Batch]:
-    """Batches of the documents that are new, changed, or stored but never indexed."""
+    """Batches of the documents that are new or changed. One stored unchanged but never
+    indexed is skipped: ``_never_indexed`` runs first and indexes it."""
     for group in _groups(_timed(documents, report.seconds), batch_documents, batch_chars):
         started = time.perf_counter()
         group = list({document.id: document for document in group}.values())  # last one wins
@@ -243,7 +270,7 @@ def _changed(
         batch = Batch(texts=[])
         for document in group:
             digest = content_hash(document.text)
-            if known.get(document.id) == (digest, True):
+            if known.get(document.id) == digest:  # indexed, or left to ``_never_indexed``
                 report.unchanged += 1
                 continue
             batch.texts.append(document.text)

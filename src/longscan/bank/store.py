@@ -132,12 +132,9 @@ class MemoryBank:
                 )  # fmt: skip
         return [int(self.id_of(row[0])) for row in rows]  # type: ignore[arg-type]
 
-    def known(self, keys: Sequence[str]) -> dict[str, tuple[str, bool]]:
-        """``key -> (content hash, indexed)`` for the keys already in the bank."""
-        return {
-            key: (digest, bool(indexed))
-            for key, digest, indexed in self._rows_where("key, content_hash, indexed", "key", keys)
-        }
+    def known(self, keys: Sequence[str]) -> dict[str, str]:
+        """``key -> content hash`` for the keys already in the bank."""
+        return dict(self._rows_where("key, content_hash", "key", keys))  # type: ignore[arg-type]
 
     def _rows_where(
         self, columns: str, column: str, values: Sequence[Any]
@@ -228,17 +225,28 @@ class MemoryBank:
         return self._encoder
 
     def _unindex(self, ids: Sequence[int]) -> None:
-        index = self._bm25_index()
-        writer = index.writer(heap_size=50_000_000, num_threads=1)
-        for doc_id in ids:
-            writer.delete_documents_by_term("doc_id", doc_id)
+        writer = self._bm25_index().writer(heap_size=50_000_000, num_threads=1)
+        self._forget(writer, ids)
         writer.commit()
         writer.wait_merging_threads()
+        self._save_dense()
+
+    def _save_dense(self) -> None:
+        """Write the dense index beside the old file, then swap: a crash mid-write never
+        leaves an unreadable index."""
+        file = self.path / "dense.usearch"
+        partial = file.with_suffix(".usearch.partial")
+        self._dense_index().save(str(partial))
+        partial.replace(file)
+
+    def _forget(self, writer: Any, ids: Sequence[int]) -> None:
+        """Delete ``ids`` from the BM25 writer's next commit and from the dense index."""
+        for doc_id in ids:
+            writer.delete_documents_by_term("doc_id", doc_id)
         dense = self._dense_index()
         for doc_id in ids:
             if doc_id in dense:
                 dense.remove(doc_id)
-        dense.save(str(self.path / "dense.usearch"))
 
     def pending(self, batch: int = 256) -> Iterator[list[tuple[int, str]]]:
         """Batches of ``(id, text)`` not yet in the indexes, read lazily from SQLite."""
@@ -253,20 +261,33 @@ class MemoryBank:
             last = rows[-1][0]
             yield [(int(i), t) for i, t in rows]
 
-    def index_batch(self, rows: Sequence[tuple[int, str]], vectors: np.ndarray) -> None:
-        """Put one batch in both indexes (replacing older entries), then mark it indexed."""
+    def index_batch(
+        self, rows: Sequence[tuple[int, str]], vectors: np.ndarray, mark: bool = True
+    ) -> None:
+        """Put one batch in both indexes, replacing older entries (in one BM25 commit: tantivy
+        applies a delete only to documents added before it).
+
+        With ``mark``, also save the dense index and flag the rows indexed. Ingestion passes
+        ``mark=False`` and calls ``mark_indexed`` for many batches at once, because saving
+        writes the whole dense index: once per batch, time would grow with the bank squared.
+        """
         import tantivy
 
         ids = [doc_id for doc_id, _ in rows]
-        self._unindex(ids)
         writer = self._bm25_index().writer(heap_size=100_000_000, num_threads=1)
+        self._forget(writer, ids)
         for doc_id, text in rows:
             writer.add_document(tantivy.Document(doc_id=doc_id, body=text))
         writer.commit()
         writer.wait_merging_threads()
-        dense = self._dense_index()
-        dense.add(np.asarray(ids, dtype=np.uint64), vectors.astype(np.float32))
-        dense.save(str(self.path / "dense.usearch"))
+        self._dense_index().add(np.asarray(ids, dtype=np.uint64), vectors.astype(np.float32))
+        if mark:
+            self.mark_indexed(ids)
+
+    def mark_indexed(self, ids: Sequence[int]) -> None:
+        """Save the dense index, then flag ``ids`` indexed: a crash between the two leaves rows
+        to index again (``index_batch`` replaces), never a flag without its vector."""
+        self._save_dense()
         with self.db:
             self.db.executemany(
                 "UPDATE documents SET indexed = 1 WHERE id = ?", [(i,) for i in ids]

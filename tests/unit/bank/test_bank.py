@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bank_checks import assert_each_document_once
 
 from longscan.bank import MemoryBank, search
 from longscan.documents import Document
@@ -54,14 +55,7 @@ def test_interrupted_ingestion_resumes_without_loss_or_duplicates(
     counts = resumed.add(paragraphs, batch=4)
     assert counts["unchanged"] == survived and counts["added"] == len(paragraphs) - survived
     resumed.sync(progress=False)
-    keys = [row[0] for row in resumed.db.execute("SELECT key FROM documents")]
-    assert sorted(keys) == sorted(d.id for d in paragraphs)  # each exactly once
-    dense = resumed._dense_index()  # HNSW search is approximate: check the index itself
-    assert len(dense) == len(paragraphs)
-    assert all(resumed.id_of(d.id) in dense for d in paragraphs)
-    bm25 = resumed._bm25_index()
-    bm25.reload()
-    assert bm25.searcher().num_docs == len(paragraphs)
+    assert_each_document_once(resumed, paragraphs)
 
 
 def test_two_stage_search_returns_documents_with_exact_evidence_offsets(

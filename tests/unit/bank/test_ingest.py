@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from bank_checks import assert_each_document_once
 from typer.testing import CliRunner
 
 from longscan.bank import MemoryBank, search
@@ -18,20 +20,6 @@ from longscan.cli import app
 from longscan.documents import Document
 
 pytestmark = pytest.mark.usefixtures("ray_workers")
-
-
-def assert_each_document_once(bank: MemoryBank, documents: list[Document]) -> None:
-    """Every document in the table, BM25 and dense indexes, once, with its own text."""
-    keys = [row[0] for row in bank.db.execute("SELECT key FROM documents")]
-    assert sorted(keys) == sorted(d.id for d in documents)
-    assert bank.stats()["not_indexed"] == 0
-    ids = [bank.id_of(d.id) for d in documents]
-    assert [b.text for b in bank.get(ids)] == [d.text for d in documents]  # type: ignore[arg-type]
-    dense = bank._dense_index()
-    assert len(dense) == len(documents) and all(i in dense for i in ids)
-    bm25 = bank._bm25_index()
-    bm25.reload()
-    assert bm25.searcher().num_docs == len(documents)
 
 
 def test_a_worker_killed_mid_ingestion_loses_nothing(
@@ -76,6 +64,31 @@ def test_interrupted_ingestion_resumes_without_loss_or_duplicates(
     report = ingest(resumed, paragraphs, batch_documents=4, progress=False)
     assert report.added == len(paragraphs) - 3 - committed and report.updated == 0
     assert_each_document_once(resumed, paragraphs)
+
+
+def test_a_crash_between_checkpoints_is_redone_without_duplicates(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    crashed = tmp_path / "crashed"
+
+    def snapshot_after_two_batches(report: IngestReport) -> None:
+        if report.batches == 2:  # what a killed driver leaves: rows and BM25 in, dense unsaved
+            shutil.copytree(tmp_path / "bank", crashed)
+
+    documents = paragraphs[:20]
+    ingest(
+        MemoryBank(tmp_path / "bank"),
+        documents,
+        batch_documents=4,
+        checkpoint_seconds=3600,
+        on_batch=snapshot_after_two_batches,
+        progress=False,
+    )
+    left = MemoryBank(crashed)
+    assert left.stats()["not_indexed"] == 8 and len(left._dense_index()) == 0
+    report = ingest(left, documents, batch_documents=4, progress=False)
+    assert (report.indexed, report.added, report.unchanged) == (20, 12, 8)
+    assert_each_document_once(MemoryBank(crashed), documents)
 
 
 def test_an_update_replaces_the_document_in_both_indexes_across_a_restart(
