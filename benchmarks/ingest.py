@@ -179,7 +179,7 @@ def main() -> None:
             child.append("--sentence-vectors")
         output = subprocess.run(child, check=True, stdout=subprocess.PIPE, text=True).stdout
         rows.append(json.loads(output.strip().splitlines()[-1]))
-    (args.out / "ingest.json").write_text(json.dumps(rows, indent=2))
+        (args.out / "ingest.json").write_text(json.dumps(rows, indent=2))
     print(table(rows))
 
 

@@ -352,6 +352,8 @@ def embed_openings(texts: Sequence[str]) -> np.ndarray:
 
 
 def _escape(query: str) -> str:
-    """A free-text query for tantivy's parser: its syntax characters become spaces."""
-    cleaned = "".join(ch if ch.isalnum() or ch.isspace() else " " for ch in query)
+    """A free-text query for tantivy's parser: its syntax characters become spaces, and words
+    are lower-cased, so ``IN``, ``AND``, ``OR`` and ``NOT`` are words, not operators (the
+    index lower-cases anyway)."""
+    cleaned = "".join(ch if ch.isalnum() or ch.isspace() else " " for ch in query.lower())
     return " ".join(cleaned.split()) or "_"

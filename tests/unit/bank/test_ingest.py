@@ -105,6 +105,8 @@ def test_an_update_replaces_the_document_in_both_indexes_across_a_restart(
     reopened = MemoryBank(tmp_path)
     assert reopened.id_of(old.id) == doc_id and reopened.get([doc_id])[0].text == new.text
     assert [i for i, _ in reopened.search_bm25("quokkas marmalade", 3)] == [doc_id]
+    operators = "IN Zanzibar, NOT quokkas AND OR"  # words, not query syntax
+    assert reopened.search_bm25(operators, 1)[0][0] == doc_id
     old_word = max(old.text.split(), key=len).strip(".,;:()\"'")
     assert doc_id not in [i for i, _ in reopened.search_bm25(old_word, 50)]
     stored = reopened._dense_index().get(doc_id)
