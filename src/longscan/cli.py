@@ -9,6 +9,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -47,6 +48,14 @@ LocalLLM = Annotated[bool, typer.Option("--local", help="Start the small local m
 def _fail(message: str, code: int = 2) -> typer.Exit:
     errors.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
+
+
+def _start_local_llm(stack: ExitStack, context_tokens: int | None = None) -> tuple[str, str]:
+    """Start the bundled local model for the life of ``stack``: its ``(url, model name)``."""
+    from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer
+
+    server = LocalServer() if context_tokens is None else LocalServer(context_tokens)
+    return stack.enter_context(server), LOCAL_MODEL_NAME
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -374,10 +383,7 @@ def synth(
     with contextlib.ExitStack() as stack:
         try:
             if local:
-                from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer
-
-                llm = stack.enter_context(LocalServer())
-                llm_model = LOCAL_MODEL_NAME
+                llm, llm_model = _start_local_llm(stack)
             overrides = {"json_mode": "json_object_schema"} if local else {}
             settings_llm = _llm_config(llm, llm_model, llm_config, **overrides)
         except (RuntimeError, ValueError) as error:
@@ -596,10 +602,7 @@ def serve(
     with contextlib.ExitStack() as stack:
         try:
             if local:
-                from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer
-
-                llm = stack.enter_context(LocalServer())
-                llm_model = LOCAL_MODEL_NAME
+                llm, llm_model = _start_local_llm(stack)
             settings = dataclasses.replace(settings, llm=_llm_config(llm, llm_model, llm_config))
         except (RuntimeError, ValueError) as error:
             raise _fail(str(error)) from None
@@ -677,10 +680,7 @@ def bench_command(
     with contextlib.ExitStack() as stack:
         try:
             if local:
-                from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer
-
-                llm = stack.enter_context(LocalServer(context_tokens or 8192))
-                llm_model = LOCAL_MODEL_NAME
+                llm, llm_model = _start_local_llm(stack, context_tokens or 8192)
             settings = _llm_config(
                 llm, llm_model, llm_config, context_tokens=context_tokens, max_tokens=max_tokens
             )
