@@ -7,7 +7,8 @@ process, so its peak RSS is its own: equal peaks at two sizes show memory does n
 the corpus.
 
 python benchmarks/ingest.py --tokens 1000000 --tokens 5000000 --out runs/ingest
-python benchmarks/ingest.py --tokens 250000 --sentence-vectors --out runs/ingest-sv
+python benchmarks/ingest.py --tokens 1000000 --sentence-vectors --queries 20 --out runs/ingest-sv
+python benchmarks/ingest.py --corpus hotpotqa --tokens 300000 --out runs/ingest-paragraphs
 """
 
 from __future__ import annotations
@@ -54,9 +55,37 @@ def loong_slice(data_dir: str | None, tokens: int) -> Iterator[Document]:
         yield document
 
 
+def hotpotqa_slice(data_dir: str | None, tokens: int) -> Iterator[Document]:
+    """HotpotQA dev paragraphs (about 130 tokens each), one document per title, until about
+    ``tokens`` tokens: the many-small-documents case, where per-document costs dominate."""
+    from longscan.bench.builders import multihop_questions
+
+    seen: set[str] = set()
+    chars = 0
+    for question in multihop_questions("hotpotqa", "dev", data_dir=data_dir):
+        for paragraph in question.paragraphs:
+            if paragraph.title in seen:
+                continue
+            if chars >= tokens * CHARS_PER_TOKEN:
+                return
+            seen.add(paragraph.title)
+            chars += len(paragraph.text)
+            yield Document(f"hotpotqa/{paragraph.title}", paragraph.text)
+
+
+SLICES = {"loong": loong_slice, "hotpotqa": hotpotqa_slice}
+
+
 def query_latency(bank: MemoryBank, queries: int, two_stage: bool) -> dict[str, Any]:
     """p50/p99 milliseconds per first stage (and two-stage, from the sentence cache), for
-    queries made of 12 words taken from random places of random documents."""
+    queries made of 12 words taken from random places of random documents.
+
+    One PyTorch thread: on a machine whose cores are busy, two threads wait on each other
+    (measured here: 730 ms for one query encoding against 13 ms with one thread).
+    """
+    import torch
+
+    torch.set_num_threads(1)
     rng = random.Random(0)
     ids = [row[0] for row in bank.db.execute("SELECT id FROM documents")]
     asked = []
@@ -93,18 +122,20 @@ def folder_bytes(path: Path) -> int:
 
 def run_one(args: argparse.Namespace, tokens: int) -> dict[str, Any]:
     """Ingest one slice into a fresh bank; returns the report, sizes and latencies."""
-    folder = args.out / f"bank-{tokens}{'-sv' if args.sentence_vectors else ''}"
+    folder = args.out / f"bank-{args.corpus}-{tokens}{'-sv' if args.sentence_vectors else ''}"
     shutil.rmtree(folder, ignore_errors=True)
     bank = MemoryBank(folder)
     scanned = SCANNED_TOKENS if args.sentence_vectors else None
     with ray_session(args.ray_address, num_cpus=args.workers):
-        report = ingest(bank, loong_slice(args.data_dir, tokens), scanned_tokens=scanned)
+        documents = SLICES[args.corpus](args.data_dir, tokens)
+        report = ingest(bank, documents, scanned_tokens=scanned)
     sizes = {
         name: folder_bytes(folder / name)
         for name in ("bank.sqlite", "bm25", "dense.usearch", "vectors")
         if (folder / name).exists()
     }
     return {
+        "corpus": args.corpus,
         "slice_tokens": tokens,
         "sentence_vectors": args.sentence_vectors,
         "documents": len(bank),
@@ -124,7 +155,10 @@ def table(rows: list[dict[str, Any]]) -> str:
     ]
     for row in rows:
         report = row["ingest"]
-        rates = [f"{report['tokens_per_second'].get(s, 0):,}" for s in stages]
+        rates = [
+            f"{report['tokens_per_second'][s]:,}" if s in report["tokens_per_second"] else "–"
+            for s in stages
+        ]
         lines.append(
             f"| {report['tokens']:,} | {row['documents']} | {report['wall_seconds']} | "
             + " | ".join(rates)
@@ -150,6 +184,9 @@ def main() -> None:
         "--tokens", type=int, action="append", help="Slice size; repeat for several sizes."
     )
     parser.add_argument(
+        "--corpus", choices=sorted(SLICES), default="loong", help="Long reports or paragraphs."
+    )
+    parser.add_argument(
         "--sentence-vectors", action="store_true", help="Also cache the scanner's vectors."
     )
     parser.add_argument("--queries", type=int, default=50, help="Queries timed per system.")
@@ -160,7 +197,11 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("runs/ingest"))
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child run
+    parser.add_argument("--table", type=Path, help="Only print the table of an ingest.json.")
     args = parser.parse_args()
+    if args.table is not None:
+        print(table(json.loads(args.table.read_text())))
+        return
     sizes = args.tokens or [1_000_000]
     if any(size < 1 for size in sizes) or args.queries < 1:
         parser.error("--tokens and --queries must be positive")
@@ -171,7 +212,7 @@ def main() -> None:
     rows = []
     for size in sizes:  # a process per size: its peak memory is its own
         child = [sys.executable, __file__, "--one", "--tokens", str(size), "--out", str(args.out)]
-        child += ["--queries", str(args.queries)]
+        child += ["--queries", str(args.queries), "--corpus", args.corpus]
         for flag in ("workers", "ray_address", "data_dir"):
             if getattr(args, flag) is not None:
                 child += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]

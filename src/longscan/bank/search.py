@@ -113,9 +113,16 @@ def search(
 
 def scanned_part(document: Document, max_tokens: int | None) -> Document:
     """What the scanner reads of a candidate: the document cut after the sentence that passes
-    ``max_tokens`` (4 characters each). Ingestion caches the sentence vectors of this part."""
+    ``max_tokens`` (4 characters each). Ingestion caches the sentence vectors of this part.
+
+    Only a prefix is segmented (segmenting whole long reports took 2.4 of a query's 3.5 s):
+    the sentence that passes the limit ends within one sentence cap of it.
+    """
     if max_tokens is None or len(document.text) <= max_tokens * 4:
         return document
+    read = max_tokens * 4 + 2 * document.max_sentence_chars
+    if len(document.text) > read:
+        document = Document(document.id, document.text[:read], metadata=document.metadata)
     ends = document.sentences[:, 1]
     stop = int(np.searchsorted(ends, max_tokens * 4)) + 1
     cut = int(ends[min(stop, len(ends)) - 1]) if len(ends) else max_tokens * 4
