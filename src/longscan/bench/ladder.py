@@ -42,6 +42,7 @@ from longscan.parallel import bounded_map, ray_session, remote, workers
 MEASURES = tuple(Measure.parse(m) for m in ("docSR@1", "docSR@10", "docR@1", "docFR@1", "docFR@10"))
 DEFAULT_RUNGS = (64_000, 256_000, 512_000, 1_000_000, 5_000_000, 10_000_000, 20_000_000)
 HARD_NEGATIVES = 5
+SECTION_TOKENS = 2_000
 SYSTEMS = ("bm25", "dense", "hybrid", "two-stage")
 
 
@@ -335,5 +336,23 @@ def run_ladder(
 
 def _distractor_documents(paths: Sequence[Path]) -> Iterator[Document]:
     for path in paths:
-        document = read_file(path)
-        yield Document(f"loong:{path.parent.name}/{path.name}", document.text)
+        yield from sections(f"loong:{path.parent.name}/{path.name}", read_file(path).text)
+
+
+def sections(key: str, text: str, tokens: int = SECTION_TOKENS) -> Iterator[Document]:
+    """``text`` as consecutive documents of about ``tokens`` tokens (4 characters each), each
+    cut at the first sentence end past its size; keys ``key#0``, ``key#1``, ...
+
+    EMB-S's bank averages 2,000 tokens a document (326M tokens in 160,280 documents); whole
+    reports of 50k+ tokens would make a 20M-token rung a few hundred documents, far fewer
+    competitors per query than the paper's banks of the same size.
+    """
+    ends = Document(key, text).sentences[:, 1]
+    start, index = 0, 0
+    while start < len(text):
+        after = int(np.searchsorted(ends, start + tokens * 4))
+        stop = int(ends[after]) if after < len(ends) else len(text)
+        if text[start:stop].strip():
+            yield Document(f"{key}#{index}", text[start:stop])
+            index += 1
+        start = stop
