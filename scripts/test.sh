@@ -6,8 +6,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/setup.sh" "[test,local-llm]"
 # The browser test drives Debian's chromium through Playwright (never `playwright install`).
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null
+  SUDO=""; [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null && SUDO="sudo -n"
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium; } >/dev/null
 fi
 export LONGSCAN_REQUIRE_LLM=1  # the LLM tests run against a real local server, never skip
+export LONGSCAN_REQUIRE_BROWSER=1  # and the browser test in real chromium, never skip
 cd "$ROOT"
 python -m pytest "$@"

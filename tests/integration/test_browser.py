@@ -25,6 +25,8 @@ QUESTION = "What were the gardeners painting?"
 EVIDENCE = "there were three gardeners at it, busily painting them red"  # chapter VIII
 LONG_COPIES = 7  # the novel seven times: over a million characters
 CHROMIUM = shutil.which("chromium")
+if CHROMIUM is None and os.environ.get("LONGSCAN_REQUIRE_BROWSER") == "1":
+    raise RuntimeError("LONGSCAN_REQUIRE_BROWSER=1 but Debian's chromium is not installed")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (scripts/test.sh installs it)"
 )
