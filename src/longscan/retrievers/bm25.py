@@ -32,12 +32,28 @@ def tokenize(texts: list[str], as_ids: bool = False) -> Any:
     )
 
 
+class _NoTerms:
+    """The index of texts without a single content term ("It is.", "?"): bm25s cannot build
+    one, and no query term can match, so every score is 0."""
+
+    vocab_dict: ClassVar[dict[str, int]] = {}
+
+    def __init__(self, n_texts: int) -> None:
+        self.n_texts = n_texts
+
+    def get_scores(self, query_tokens: list[str]) -> np.ndarray:
+        return np.zeros(self.n_texts)
+
+
 def build_index(texts: list[str], k1: float = 1.5, b: float = 0.75) -> Any:
     """A bm25s index over ``texts``; query it with ``get_scores(tokenize([q])[0])``."""
     import bm25s
 
+    tokens = tokenize(texts, as_ids=True)
+    if not tokens.vocab:
+        return _NoTerms(len(texts))
     index = bm25s.BM25(k1=k1, b=b)
-    index.index(tokenize(texts, as_ids=True), show_progress=False)
+    index.index(tokens, show_progress=False)
     return index
 
 

@@ -62,6 +62,16 @@ def test_bm25_query_of_stop_words_returns_a_ranking_not_an_error(novel: Document
     assert len(evidence) == 3
 
 
+@pytest.mark.parametrize("name", ["bm25-sentence", "bm25-chunk", "hybrid-sentence", "scanner"])
+def test_a_document_without_content_terms_is_ranked_not_an_error(name: str) -> None:
+    """Only stop words and punctuation: bm25s cannot index it (its vocabulary is empty)."""
+    documents = [Document("d", "It is. Oh! Was it?\n\n...")]
+    evidence = get_retriever(name).retrieve("what is it", documents, top_k=3)
+    assert len(evidence) == (1 if name.endswith("chunk") else 3)  # one chunk, three sentences
+    assert all(np.isfinite(item.score) for item in evidence)
+    check_exact(evidence, documents)
+
+
 def test_dense_and_hybrid_never_re_encode_a_document(novel: Document, isolated_cache) -> None:
     bm25, dense = BM25Retriever("sentence"), DenseRetriever("sentence")
     hybrid = HybridRetriever("sentence", bm25=bm25, dense=dense)
