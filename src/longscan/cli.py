@@ -51,7 +51,8 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def _start_local_llm(stack: ExitStack, context_tokens: int | None = None) -> tuple[str, str]:
-    """Start the bundled local model for the life of ``stack``: its ``(url, model name)``."""
+    """Start the bundled local model for the life of ``stack``: its ``(url, model name)``;
+    ``context_tokens`` None keeps the server's own default window."""
     from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer
 
     server = LocalServer() if context_tokens is None else LocalServer(context_tokens)
@@ -345,8 +346,6 @@ def synth(
     link-based, as in the SPScanner paper) for `longscan train --synthetic`. Every call is
     cached, so an interrupted run resumes without repeating calls."""
     _setup_logging(verbose)
-    import contextlib
-
     from longscan.answering.llm import LLMClient, LLMError
     from longscan.documents import DocumentError, read_paths
     from longscan.training import synthetic as syn
@@ -380,7 +379,7 @@ def synth(
             fingerprints = evaluation_fingerprints()
         except FileNotFoundError as error:
             raise _fail(f"{error}; pass --no-decontaminate to skip the check") from None
-    with contextlib.ExitStack() as stack:
+    with ExitStack() as stack:
         try:
             if local:
                 llm, llm_model = _start_local_llm(stack)
@@ -588,7 +587,6 @@ def serve(
     """Serve the web page and the HTTP API (OpenAPI schema at /openapi.json, docs at /docs)
     until Ctrl-C: upload documents, ask, see the evidence highlighted in the text."""
     _setup_logging(verbose)
-    import contextlib
     import dataclasses
 
     from longscan.service.settings import MIB, ServiceSettings
@@ -599,7 +597,7 @@ def serve(
         )
     except ValueError as error:
         raise _fail(str(error)) from None
-    with contextlib.ExitStack() as stack:
+    with ExitStack() as stack:
         try:
             if local:
                 llm, llm_model = _start_local_llm(stack)
@@ -659,8 +657,6 @@ def bench_command(
     """Run an answer-level benchmark end to end (answers, judge, scores, cost) and write a
     JSON report and a markdown table per system."""
     _setup_logging(verbose)
-    import contextlib
-
     from longscan.answering.llm import LLMClient, LLMError
 
     if benchmark == "ladder":  # evidence access only: no LLM
@@ -677,10 +673,10 @@ def bench_command(
         return
     if benchmark not in QA_BENCHMARKS:
         raise _fail(f"unknown benchmark {benchmark!r}; choose one of {', '.join(QA_BENCHMARKS)}")
-    with contextlib.ExitStack() as stack:
+    with ExitStack() as stack:
         try:
             if local:
-                llm, llm_model = _start_local_llm(stack, context_tokens or 8192)
+                llm, llm_model = _start_local_llm(stack, context_tokens)
             settings = _llm_config(
                 llm, llm_model, llm_config, context_tokens=context_tokens, max_tokens=max_tokens
             )
