@@ -153,11 +153,7 @@ class MemoryBank:
 
     def remove(self, keys: Iterable[str]) -> int:
         """Delete documents by key, from the table and from both indexes."""
-        ids = []
-        for key in keys:
-            row = self.db.execute("SELECT id FROM documents WHERE key = ?", (key,)).fetchone()
-            if row is not None:
-                ids.append(int(row[0]))
+        ids = [doc_id for doc_id in map(self.id_of, keys) if doc_id is not None]
         if ids:
             self._unindex(ids)
             with self.db:
