@@ -155,13 +155,15 @@ def plan_rungs(
     first = budgets[0]
     for domain, pool in corpus.paragraphs.items():
         keys = list(dict.fromkeys(k for k in pinned.get(domain, []) if k in pool))
-        rest = [k for k in pool if k not in set(keys)]
+        chosen = set(keys)
+        rest = [k for k in pool if k not in chosen]
         rng.shuffle(rest)
         keys = _fill(keys, rest, lengths, first)
         plans.append(RungPlan(f"{_label(first)}-isolated-{domain}", first, (domain,), keys, []))
         isolated_keys.extend(keys)
     everything = [k for pool in corpus.paragraphs.values() for k in pool]
-    remaining = [k for k in everything if k not in set(isolated_keys)]
+    isolated = set(isolated_keys)
+    remaining = [k for k in everything if k not in isolated]
     rng.shuffle(remaining)
     keys = list(isolated_keys)
     domains = tuple(corpus.paragraphs)
