@@ -1,6 +1,6 @@
 """Scanner speed and memory against every baseline, measured in one run.
 
-    python benchmarks/scanner_speed.py [--data-dir ../shared/data] [--threads 2]
+    python benchmarks/speed.py [--data-dir ../shared/data] [--threads 2] [--repeats 3]
 
 Builds documents of 100k, 400k and 1M tokens from the Loong corpus (real financial reports
 and papers; tokens = MiniLM word pieces), then measures in fresh subprocesses (so peak RSS
@@ -84,6 +84,19 @@ def measure(doc: Path, kind: str, threads: int, mode: str = "stream") -> dict:
         return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def measure_best(doc: Path, kind: str, threads: int, repeats: int, mode: str = "stream") -> dict:
+    """The fastest of ``repeats`` fresh-process measurements (times are minima, the peak RSS
+    the maximum): on 2 shared cores a single run can be 15% slow for reasons outside it."""
+    runs = [measure(doc, kind, threads, mode) for _ in range(repeats)]
+    best = min(runs, key=lambda run: run["first"])
+    return {
+        **best,
+        "requery": min(r["requery"] for r in runs),
+        "rss_mb": max(r["rss_mb"] for r in runs),
+        "runs": [r["first"] for r in runs],
+    }
+
+
 def time_ratio(data_dir: Path, threads: int, repeats: int) -> None:
     """The 400k/100k first-scan ratio, measured ``repeats`` times: one run is noisy here."""
     with tempfile.TemporaryDirectory() as folder:
@@ -106,6 +119,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sizes", default="100000,400000,1000000")
     parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="Measure every retriever at sizes up to 400k tokens this many times and keep the "
+        "fastest (the 1M scan, there for peak RSS, runs once).",
+    )
+    parser.add_argument(
         "--ratio-only",
         type=int,
         metavar="N",
@@ -121,20 +141,27 @@ def main() -> None:
         for size in (int(s) for s in args.sizes.split(",")):
             doc = Path(folder) / f"doc{size}.txt"
             doc.write_text(corpus_text(args.data_dir, size), encoding="utf-8")
-            row = {"scanner": measure(doc, "scanner", args.threads)}
+            repeats = args.repeats if size <= 400_000 else 1
+            row = {"scanner": measure_best(doc, "scanner", args.threads, repeats)}
             if size <= 100_000:
-                row["scanner-sliding"] = measure(doc, "scanner", args.threads, "sliding")
+                row["scanner-sliding"] = measure_best(
+                    doc, "scanner", args.threads, repeats, "sliding"
+                )
                 for name in BASELINES:
-                    row[name] = measure(doc, name, args.threads)
+                    row[name] = measure_best(doc, name, args.threads, repeats)
             results[size] = row
             print(size, json.dumps(row), flush=True)
     base = results[min(results)]
-    print("\n| tokens | retriever | first query (s) | tokens/s | re-query (s) | peak RSS (MB) |")
-    print("|---:|---|---:|---:|---:|---:|")
+    print(
+        "\n| tokens | retriever | first query (s) | every run (s) | tokens/s | re-query (s) "
+        "| peak RSS (MB) |"
+    )
+    print("|---:|---|---:|---|---:|---:|---:|")
     for size, row in results.items():
         for name, r in row.items():
             print(
-                f"| {size:,} | {name} | {r['first']:.2f} | {size / r['first']:,.0f} "
+                f"| {size:,} | {name} | {r['first']:.2f} "
+                f"| {', '.join(f'{t:.2f}' for t in r['runs'])} | {size / r['first']:,.0f} "
                 f"| {r['requery']:.3f} | {r['rss_mb']:.0f} |"
             )
     s100 = base["scanner"]
