@@ -2,6 +2,7 @@
 
 python benchmarks/ladder.py --per-domain 20 --max-tokens 20000000 --out runs/ladder
 python benchmarks/ladder.py --table runs/ladder/ladder.json     # only print the table
+python benchmarks/ladder.py --ceiling --per-domain 20 --out runs/ladder   # candidates' ceiling
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import json
 import shutil
 from pathlib import Path
 
-from longscan.bench.ladder import DEFAULT_RUNGS, run_ladder
+from longscan.bank import MemoryBank
+from longscan.bench.ladder import DEFAULT_RUNGS, candidate_ceiling, load_corpus, run_ladder
 
 COLUMNS = ("docSR@10", "docFR@10", "docR@1", "docSR@1", "p50_ms", "p99_ms")
 
@@ -38,6 +40,17 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def print_ceiling(out: Path, per_domain: int) -> None:
+    bank = MemoryBank(out / "banks" / "shared")
+    present = {row[0] for row in bank.db.execute("SELECT key FROM documents")}
+    queries = [q for q in load_corpus(per_domain=per_domain).queries if set(q.gold) <= present]
+    stats = bank.stats()
+    print(f"{stats['documents']:,} documents, {stats['tokens']:,} tokens, {len(queries)} queries")
+    print("| candidates K | hybrid docSR@K | hybrid docFR@K |\n|---:|---:|---:|")
+    for depth, values in candidate_ceiling(bank, queries).items():
+        print(f"| {depth} | {values['SR']:.3f} | {values['FR']:.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -47,7 +60,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/ladder"))
     parser.add_argument("--ray-address", help="A Ray cluster (default: Ray embedded here).")
     parser.add_argument("--table", type=Path, help="Print the table of an existing ladder.json.")
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="Instead of running the ladder, read the largest rung's bank in --out and print "
+        "the hybrid first stage's docSR@K/docFR@K per candidate depth K: what any second "
+        "stage reading K candidates can reach at most.",
+    )
     args = parser.parse_args()
+    if args.ceiling:
+        print_ceiling(args.out, args.per_domain)
+        return
     if args.table is None:
         shutil.rmtree(args.out, ignore_errors=True)
         budgets = tuple(b for b in DEFAULT_RUNGS if b <= args.max_tokens)

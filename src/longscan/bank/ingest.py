@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from longscan.bank.search import scanned_part
-from longscan.bank.store import MemoryBank, content_hash, embed_openings
+from longscan.bank.store import MemoryBank, embed_openings, groups
 from longscan.documents import Document
 from longscan.parallel import bounded_map, remote, workers
 
@@ -263,37 +263,19 @@ def _changed(
 ) -> Iterator[Batch]:
     """Batches of the documents that are new or changed. One stored unchanged but never
     indexed is skipped: ``_never_indexed`` runs first and indexes it."""
-    for group in _groups(_timed(documents, report.seconds), batch_documents, batch_chars):
+    for group in groups(_timed(documents, report.seconds), batch_documents, batch_chars):
         started = time.perf_counter()
-        group = list({document.id: document for document in group}.values())  # last one wins
-        known = bank.known([document.id for document in group])
+        changes, unchanged = bank.triage(group)  # unchanged: indexed, or ``_never_indexed``'s
+        report.unchanged += unchanged
         batch = Batch(texts=[])
-        for document in group:
-            digest = content_hash(document.text)
-            if known.get(document.id) == digest:  # indexed, or left to ``_never_indexed``
-                report.unchanged += 1
-                continue
-            batch.texts.append(document.text)
-            batch.keys.append(document.id)
-            batch.digests.append(digest)
-            batch.updates += document.id in known
+        for change in changes:
+            batch.texts.append(change.document.text)
+            batch.keys.append(change.document.id)
+            batch.digests.append(change.digest)
+            batch.updates += change.update
         report.seconds["read"] += time.perf_counter() - started
         if batch.texts:
             yield batch
-
-
-def _groups(items: Iterable[Document], size: int, chars: int) -> Iterator[list[Document]]:
-    """Consecutive documents, at most ``size`` of them or about ``chars`` characters."""
-    group: list[Document] = []
-    total = 0
-    for item in items:
-        group.append(item)
-        total += len(item.text)
-        if len(group) >= size or total >= chars:
-            yield group
-            group, total = [], 0
-    if group:
-        yield group
 
 
 def _timed(items: Iterable[Item], seconds: dict[str, float]) -> Iterator[Item]:

@@ -63,6 +63,41 @@ class BankDocument:
         return Document(str(self.id), self.text, metadata={"key": self.key, "domain": self.domain})
 
 
+@dataclass(frozen=True)
+class DocumentInfo:
+    """What a catalog lists of a bank document: everything but its text."""
+
+    id: int
+    key: str
+    chars: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Change:
+    """A document to write: new, or an update of the stored one with the same key."""
+
+    document: Document
+    digest: str
+    update: bool
+
+
+def groups(
+    items: Iterable[Document], size: int, chars: float = float("inf")
+) -> Iterator[list[Document]]:
+    """Consecutive documents, at most ``size`` of them or about ``chars`` characters."""
+    group: list[Document] = []
+    total = 0
+    for item in items:
+        group.append(item)
+        total += len(item.text)
+        if len(group) >= size or total >= chars:
+            yield group
+            group, total = [], 0
+    if group:
+        yield group
+
+
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -97,24 +132,31 @@ class MemoryBank:
         from longscan.answering.tokens import count_tokens
 
         counts = {"added": 0, "updated": 0, "unchanged": 0}
-        pending: list[tuple[Any, ...]] = []
-        for document in documents:
-            digest = content_hash(document.text)
-            row = self.db.execute(
-                "SELECT id, content_hash FROM documents WHERE key = ?", (document.id,)
-            ).fetchone()
-            if row is not None and row[1] == digest:
-                counts["unchanged"] += 1
-                continue
-            counts["updated" if row is not None else "added"] += 1
-            pending.append(
-                (document.id, source, domain, count_tokens(document.text), digest, document.text)
-            )
-            if len(pending) >= batch:
-                self.upsert(pending)
-                pending = []
-        self.upsert(pending)
+        for group in groups(documents, batch):
+            changes, unchanged = self.triage(group)
+            counts["unchanged"] += unchanged
+            for change in changes:
+                counts["updated" if change.update else "added"] += 1
+            self.upsert(
+                [
+                    (c.document.id, source, domain, count_tokens(c.document.text), c.digest,
+                     c.document.text)
+                    for c in changes
+                ]
+            )  # fmt: skip
         return counts
+
+    def triage(self, documents: Sequence[Document]) -> tuple[list[Change], int]:
+        """The new or changed documents among ``documents`` (of equal keys the last wins),
+        and how many are stored unchanged: what ``add`` and ingestion write, and skip."""
+        latest = list({document.id: document for document in documents}.values())
+        known = self.known([document.id for document in latest])
+        changes = []
+        for document in latest:
+            digest = content_hash(document.text)
+            if known.get(document.id) != digest:
+                changes.append(Change(document, digest, document.id in known))
+        return changes, len(latest) - len(changes)
 
     def upsert(self, rows: Sequence[tuple[Any, ...]]) -> list[int]:
         """Upsert ``(key, source, domain, tokens, content hash, text)`` rows, not yet indexed;
@@ -167,6 +209,16 @@ class MemoryBank:
             for row in self._rows_where("id, key, source, domain, tokens, text", "id", ids)
         }
         return [found[i] for i in ids if i in found]
+
+    def catalog(self, ids: Sequence[int] | None = None) -> list[DocumentInfo]:
+        """Every document (or those of ``ids`` that exist) oldest first, without its text."""
+        columns = "id, key, length(text), tokens"
+        rows = (
+            self.db.execute(f"SELECT {columns} FROM documents ORDER BY id")
+            if ids is None
+            else sorted(self._rows_where(columns, "id", ids))
+        )
+        return [DocumentInfo(int(i), key, int(n), int(tokens)) for i, key, n, tokens in rows]
 
     def id_of(self, key: str) -> int | None:
         row = self.db.execute("SELECT id FROM documents WHERE key = ?", (key,)).fetchone()

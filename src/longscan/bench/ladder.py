@@ -284,6 +284,34 @@ def evaluate_rung(
     return results
 
 
+def candidate_ceiling(
+    bank: MemoryBank,
+    queries: Sequence[LadderQuery],
+    depths: Sequence[int] = (10, 20, 50, 100, 200),
+    method: str = "hybrid",
+) -> dict[int, dict[str, float]]:
+    """Per candidate depth K: the first stage's docSR@K and docFR@K (multi-source queries).
+
+    A second stage only reorders the first stage's K candidates, so even a perfect one
+    reaches at most these values at SR@10 and FR@10 (for queries with ≤ 10 gold documents):
+    the ceiling of a two-stage pipeline reading K candidates.
+    """
+    measures = [Measure.parse(f"doc{name}@{depth}") for depth in depths for name in ("SR", "FR")]
+    scores: dict[str, list[float]] = {m.name: [] for m in measures}
+    for query in queries:
+        keys = [hit.key for hit in search(bank, query.query, max(depths), method)]  # type: ignore[arg-type]
+        for name, value in document_scores(keys, query.gold, measures).items():
+            scores[name].append(value)
+    return {
+        depth: {
+            name: float(np.mean(scores[f"doc{name}@{depth}"]))
+            for name in ("SR", "FR")
+            if scores[f"doc{name}@{depth}"]
+        }
+        for depth in depths
+    }
+
+
 def run_ladder(
     out_dir: Path,
     budgets: Sequence[int] = DEFAULT_RUNGS,

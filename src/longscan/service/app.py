@@ -29,9 +29,10 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
 from longscan import __version__
+from longscan.bank.store import DocumentInfo
 from longscan.documents import DocumentError, Evidence
 from longscan.retrievers.base import MAX_QUERY_CHARS
-from longscan.service.engine import Busy, DocumentInfo, Engine, TimedOut, UnknownDocument
+from longscan.service.engine import Busy, Engine, TimedOut, UnknownDocument
 from longscan.service.limits import MAX_NAME_BYTES, BodyLimit, UnsafeName, upload_path
 from longscan.service.settings import ServiceSettings
 

@@ -14,10 +14,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from longscan.bank.store import DocumentInfo
 from longscan.documents import Document, Evidence, read_file
 from longscan.service.settings import ServiceSettings
 
@@ -40,14 +40,6 @@ class TimedOut(RuntimeError):
 
 class UnknownDocument(LookupError):
     """No document with that id in the bank (404)."""
-
-
-@dataclass(frozen=True)
-class DocumentInfo:
-    id: int
-    key: str
-    chars: int
-    tokens: int
 
 
 class Engine:
@@ -144,18 +136,13 @@ class Engine:
 
     def catalog(self) -> list[DocumentInfo]:
         """Every document of the bank, oldest first, without its text."""
-        rows = self.bank.db.execute(
-            "SELECT id, key, length(text), tokens FROM documents ORDER BY id"
-        ).fetchall()
-        return [DocumentInfo(int(i), key, int(n), int(tokens)) for i, key, n, tokens in rows]
+        return self.bank.catalog()
 
     def info(self, doc_id: int) -> DocumentInfo:
-        row = self.bank.db.execute(
-            "SELECT key, length(text), tokens FROM documents WHERE id = ?", (doc_id,)
-        ).fetchone()
-        if row is None:
+        found = self.bank.catalog([doc_id])
+        if not found:
             raise UnknownDocument(f"no document with id {doc_id} in the bank")
-        return DocumentInfo(doc_id, row[0], int(row[1]), int(row[2]))
+        return found[0]
 
     def document(self, doc_id: int) -> Document:
         """The bank's document (id as text, as evidence names it), segmented once."""

@@ -35,6 +35,18 @@ def test_crud_survives_a_restart(tmp_path: Path, paragraphs: list[Document]) -> 
     assert len(again) == len(paragraphs) - 1 and again.id_of(paragraphs[0].id) is None
     assert removed not in again._dense_index()  # gone from both indexes, after a restart
     assert removed not in [i for i, _ in again.search_bm25(paragraphs[0].text[:200], 50)]
+    catalog = again.catalog()  # what the service lists: oldest first, the update in place
+    assert [entry.key for entry in catalog] == [p.id for p in paragraphs[1:]]
+    assert again.catalog([doc_id, removed]) == [catalog[2]]
+    assert (catalog[2].id, catalog[2].chars) == (doc_id, len("Zanzibar quokkas juggle marmalade."))
+
+
+def test_one_add_with_a_key_twice_stores_the_last_text_once(tmp_path: Path) -> None:
+    bank = MemoryBank(tmp_path)
+    twice = [Document("note", "First draft."), Document("note", "Final text.")]
+    assert bank.add(twice) == {"added": 1, "updated": 0, "unchanged": 0}
+    assert [d.text for d in bank.get([bank.id_of("note")])] == ["Final text."]
+    assert bank.add(twice) == {"added": 0, "updated": 0, "unchanged": 1}
 
 
 def test_interrupted_ingestion_resumes_without_loss_or_duplicates(
@@ -75,3 +87,23 @@ def test_two_stage_search_returns_documents_with_exact_evidence_offsets(
     for hit in hits:
         text = bank.get([hit.doc_id])[0].text
         assert hit.evidence and all(text[e.start : e.end] == e.text for e in hit.evidence)
+
+
+def test_candidate_ceiling_grows_with_depth_to_every_gold_document(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    from longscan.bench.builders import build_multihop
+    from longscan.bench.ladder import LadderQuery, candidate_ceiling
+
+    bank = MemoryBank(tmp_path)
+    bank.add(paragraphs)
+    bank.sync(progress=False)
+    items = build_multihop("hotpotqa", "dev", 3_000, max_items=6, mode="collection")
+    queries = [LadderQuery(i.id, i.query, tuple(i.gold_doc_ids), "hotpotqa") for i in items]
+    depths = (1, 5, 20, len(paragraphs))
+    ceiling = candidate_ceiling(bank, queries, depths)
+    sr = [ceiling[depth]["SR"] for depth in depths]
+    fr = [ceiling[depth]["FR"] for depth in depths]
+    assert sr == sorted(sr) and fr == sorted(fr)  # more candidates never hold less
+    assert sr[0] <= 0.5 < sr[2]  # one candidate holds at most one of two gold documents
+    assert sr[-1] == fr[-1] == 1.0  # every document is a candidate
