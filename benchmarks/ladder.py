@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from longscan.bank import MemoryBank
+from longscan.bank.search import DEPTH
 from longscan.bench.ladder import DEFAULT_RUNGS, candidate_ceiling, load_corpus, run_ladder
 
 COLUMNS = ("docSR@10", "docFR@10", "docR@1", "docSR@1", "p50_ms", "p99_ms")
@@ -58,6 +59,9 @@ def main() -> None:
     parser.add_argument("--per-domain", type=int, default=20, help="Queries per dataset.")
     parser.add_argument("--max-tokens", type=int, default=20_000_000, help="Largest rung.")
     parser.add_argument("--out", type=Path, default=Path("runs/ladder"))
+    parser.add_argument(
+        "--depth", type=int, default=DEPTH, help="Candidates the two-stage scanner reads."
+    )
     parser.add_argument("--ray-address", help="A Ray cluster (default: Ray embedded here).")
     parser.add_argument("--table", type=Path, help="Print the table of an existing ladder.json.")
     parser.add_argument(
@@ -75,7 +79,11 @@ def main() -> None:
         shutil.rmtree(args.out, ignore_errors=True)
         budgets = tuple(b for b in DEFAULT_RUNGS if b <= args.max_tokens)
         rows = run_ladder(
-            args.out, budgets, per_domain=args.per_domain, ray_address=args.ray_address
+            args.out,
+            budgets,
+            per_domain=args.per_domain,
+            ray_address=args.ray_address,
+            depth=args.depth,
         )
     else:
         rows = json.loads(args.table.read_text())

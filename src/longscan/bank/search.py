@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 FirstStage = Literal["bm25", "dense", "hybrid"]
 RRF_K = 60.0
 SCANNED_TOKENS = 4_000  # of each candidate, by default: see ``search``
+DEPTH = 50  # candidates the scanner reads, by default
 
 
 @dataclass
@@ -65,7 +66,7 @@ def search(
     query: str,
     k: int = 10,
     method: FirstStage = "hybrid",
-    depth: int = 50,
+    depth: int = DEPTH,
     scanner: Scanner | None = None,
     evidence_per_document: int = 3,
     max_tokens_per_document: int | None = SCANNED_TOKENS,

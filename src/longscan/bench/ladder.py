@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from longscan.answering.tokens import count_tokens
 from longscan.bank import MemoryBank, search
 from longscan.bank.ingest import ingest
+from longscan.bank.search import DEPTH
 from longscan.bench.builders import multihop_questions, squad_articles
 from longscan.bench.datasets import data_path
 from longscan.documents import Document, read_file
@@ -247,7 +248,7 @@ def evaluate_rung(
     bank: MemoryBank,
     queries: Sequence[LadderQuery],
     systems: Sequence[str] = SYSTEMS,
-    depth: int = 20,
+    depth: int = DEPTH,
     queries_per_task: int = 8,
     answer: Callable[..., list[Answer]] = answer_queries,
 ) -> dict[str, Any]:
@@ -290,7 +291,8 @@ def candidate_ceiling(
     depths: Sequence[int] = (10, 20, 50, 100, 200),
     method: str = "hybrid",
 ) -> dict[int, dict[str, float]]:
-    """Per candidate depth K: the first stage's docSR@K and docFR@K (multi-source queries).
+    """Per candidate depth K: the first stage's docSR@K and docFR@K (multi-source queries),
+    searched at depth K as two-stage search asks for them.
 
     A second stage only reorders the first stage's K candidates, so even a perfect one
     reaches at most these values at SR@10 and FR@10 (for queries with ≤ 10 gold documents):
@@ -299,9 +301,11 @@ def candidate_ceiling(
     measures = [Measure.parse(f"doc{name}@{depth}") for depth in depths for name in ("SR", "FR")]
     scores: dict[str, list[float]] = {m.name: [] for m in measures}
     for query in queries:
-        keys = [hit.key for hit in search(bank, query.query, max(depths), method)]  # type: ignore[arg-type]
-        for name, value in document_scores(keys, query.gold, measures).items():
-            scores[name].append(value)
+        for depth in depths:  # fused lists depend on their depth: ask for each, as a search does
+            keys = [hit.key for hit in search(bank, query.query, depth, method)]  # type: ignore[arg-type]
+            found = document_scores(keys, query.gold, [m for m in measures if m.cutoff == depth])
+            for name, value in found.items():
+                scores[name].append(value)
     return {
         depth: {
             name: float(np.mean(scores[f"doc{name}@{depth}"]))
@@ -320,6 +324,7 @@ def run_ladder(
     seed: int = 0,
     data_dir: str | None = None,
     ray_address: str | None = None,
+    depth: int = DEPTH,
 ) -> list[dict[str, Any]]:
     """Build every rung, evaluate every system on it, write ``ladder.json`` as it goes.
 
@@ -357,7 +362,7 @@ def run_ladder(
                     name: sum(getattr(r, name) for r in reports)
                     for name in ("added", "updated", "unchanged")
                 },
-                "systems": evaluate_rung(bank, asked, systems),
+                "systems": evaluate_rung(bank, asked, systems, depth),
             }
             rows.append(row)
             (out_dir / "ladder.json").write_text(json.dumps(rows, indent=2))

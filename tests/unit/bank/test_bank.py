@@ -70,14 +70,21 @@ def test_interrupted_ingestion_resumes_without_loss_or_duplicates(
     assert_each_document_once(resumed, paragraphs)
 
 
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, paragraphs: list[Document]) -> MemoryBank:
+    """A bank of the paragraphs, indexed; the tests that take it only read it."""
+    bank = MemoryBank(tmp_path_factory.mktemp("indexed"))
+    bank.add(paragraphs)
+    bank.sync(progress=False)
+    return bank
+
+
 def test_two_stage_search_returns_documents_with_exact_evidence_offsets(
-    tmp_path: Path, paragraphs: list[Document]
+    indexed: MemoryBank, paragraphs: list[Document]
 ) -> None:
     from longscan.scanning.scanner import Scanner
 
-    bank = MemoryBank(tmp_path)
-    bank.add(paragraphs)
-    bank.sync(progress=False)
+    bank = indexed
     target = paragraphs[5]
     query = " ".join(target.text.split()[:12])
     first = search(bank, query, k=5, method="bm25")
@@ -90,18 +97,15 @@ def test_two_stage_search_returns_documents_with_exact_evidence_offsets(
 
 
 def test_candidate_ceiling_grows_with_depth_to_every_gold_document(
-    tmp_path: Path, paragraphs: list[Document]
+    indexed: MemoryBank, paragraphs: list[Document]
 ) -> None:
     from longscan.bench.builders import build_multihop
     from longscan.bench.ladder import LadderQuery, candidate_ceiling
 
-    bank = MemoryBank(tmp_path)
-    bank.add(paragraphs)
-    bank.sync(progress=False)
     items = build_multihop("hotpotqa", "dev", 3_000, max_items=6, mode="collection")
     queries = [LadderQuery(i.id, i.query, tuple(i.gold_doc_ids), "hotpotqa") for i in items]
     depths = (1, 5, 20, len(paragraphs))
-    ceiling = candidate_ceiling(bank, queries, depths)
+    ceiling = candidate_ceiling(indexed, queries, depths)
     sr = [ceiling[depth]["SR"] for depth in depths]
     fr = [ceiling[depth]["FR"] for depth in depths]
     assert sr == sorted(sr) and fr == sorted(fr)  # more candidates never hold less

@@ -1,0 +1,91 @@
+"""Scanner variants that need no retraining, evaluated beside the shipped scanner.
+
+    python benchmarks/scanner_variants.py eval -b hotpotqa-long --target-words 20000 \
+        --max-items 40 -r scanner -r scanner-ens3 -r scanner-rrf2 -r hybrid-sentence ...
+
+Takes ``longscan``'s own arguments (run ``... --help``) after registering:
+
+* ``scanner-ens3`` / ``scanner-ens4``: the mean of the per-query standardised logits of the
+  shipped checkpoint and 2 or 3 more trained on the same vectors (``runs/scanner-causal4``,
+  ``runs/scanner-skip7``, ``runs/scanner-skip9``; see BENCHMARKS.md). They share the sentence
+  vectors, so an ensemble costs one more SSM pass per member, not another encoding;
+* ``scanner-rrf{1,2,3}``: reciprocal-rank fusion of the scanner's ranking (weighted 1-3)
+  with the BM25 and dense rankings the scanner already computes as features.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from longscan.documents import Document
+from longscan.retrievers.base import Retriever, Units
+from longscan.retrievers.hybrid import ranks_of
+from longscan.retrievers.registry import register
+from longscan.retrievers.scanner import ScannerRetriever
+from longscan.scanning.features import FEATURE_NAMES
+from longscan.scanning.scanner import Scanner
+
+MEMBERS = ("runs/scanner-causal4", "runs/scanner-skip7", "runs/scanner-skip9")
+RRF_K = 60.0
+
+
+class FusedScanner(ScannerRetriever):
+    """The scanner's ranking fused with its own BM25 and dense feature rankings."""
+
+    def __init__(self, weight: float) -> None:
+        super().__init__()
+        self.weight = weight
+
+    def score_units(self, query: str, documents: Sequence[Document], units: Units) -> np.ndarray:
+        scanner = self.scanner
+        logits = scanner.score(query, documents)
+        vectors = np.concatenate([scanner.sentence_vectors(d) for d in documents])
+        features = scanner.features.for_scan(query, documents, vectors, scanner.query_vector(query))
+        lexical = features[:, FEATURE_NAMES.index("bm25_rank")]
+        dense = features[:, FEATURE_NAMES.index("dense_rank")]
+        return (
+            self.weight / (RRF_K + ranks_of(logits))
+            + 1 / (RRF_K + ranks_of(lexical))
+            + 1 / (RRF_K + ranks_of(dense))
+        )
+
+
+class EnsembleScanner(ScannerRetriever):
+    """The mean of several checkpoints' logits, each standardised over the query's sentences."""
+
+    def __init__(self, directories: Sequence[Path | None]) -> None:
+        self.scanners = [Scanner.from_pretrained(directory) for directory in directories]
+        super().__init__(self.scanners[0])
+
+    def score_units(self, query: str, documents: Sequence[Document], units: Units) -> np.ndarray:
+        standardised = []
+        for scanner in self.scanners:
+            logits = scanner.score(query, documents)
+            standardised.append((logits - logits.mean()) / (logits.std() + 1e-9))
+        return np.mean(standardised, axis=0)
+
+
+def ensemble(members: int) -> Callable[[], Retriever]:
+    return lambda: EnsembleScanner([None, *(Path(m) for m in MEMBERS[: members - 1])])
+
+
+def fused(weight: float) -> Callable[[], Retriever]:
+    return lambda: FusedScanner(weight)
+
+
+def main() -> None:
+    for members in (3, 4):
+        register(f"scanner-ens{members}", ensemble(members))
+    for weight in (1, 2, 3):
+        register(f"scanner-rrf{weight}", fused(weight))
+    from longscan.cli import app
+
+    app(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()
