@@ -1,7 +1,8 @@
 """The EMB-S reference-corpus ladder: fixed queries, a memory bank that grows around them.
 
 Documents are the datasets' paragraphs (HotpotQA and MuSiQue for multi-source queries,
-SQuAD for single-source ones), then whole Loong reports and papers as global distractors.
+SQuAD for single-source ones), then Loong reports and papers, cut into sections of about
+``SECTION_TOKENS`` tokens at sentence ends, as global distractors.
 Rungs, by cl100k tokens, each built with a fixed seed:
 
 * ``64K-isolated``: one bank per domain (dataset) holding its queries' gold documents,
@@ -33,7 +34,7 @@ from tqdm.auto import tqdm
 from longscan.answering.tokens import count_tokens
 from longscan.bank import MemoryBank, search
 from longscan.bank.ingest import ingest
-from longscan.bank.search import DEPTH
+from longscan.bank.search import DEPTH, FirstStage
 from longscan.bench.builders import multihop_questions, squad_articles
 from longscan.bench.datasets import data_path
 from longscan.documents import Document, read_file
@@ -289,7 +290,7 @@ def candidate_ceiling(
     bank: MemoryBank,
     queries: Sequence[LadderQuery],
     depths: Sequence[int] = (10, 20, 50, 100, 200),
-    method: str = "hybrid",
+    method: FirstStage = "hybrid",
 ) -> dict[int, dict[str, float]]:
     """Per candidate depth K: the first stage's docSR@K and docFR@K (multi-source queries),
     searched at depth K as two-stage search asks for them.
@@ -302,7 +303,7 @@ def candidate_ceiling(
     scores: dict[str, list[float]] = {m.name: [] for m in measures}
     for query in queries:
         for depth in depths:  # fused lists depend on their depth: ask for each, as a search does
-            keys = [hit.key for hit in search(bank, query.query, depth, method)]  # type: ignore[arg-type]
+            keys = [hit.key for hit in search(bank, query.query, depth, method)]
             found = document_scores(keys, query.gold, [m for m in measures if m.cutoff == depth])
             for name, value in found.items():
                 scores[name].append(value)
@@ -326,7 +327,8 @@ def run_ladder(
     ray_address: str | None = None,
     depth: int = DEPTH,
 ) -> list[dict[str, Any]]:
-    """Build every rung, evaluate every system on it, write ``ladder.json`` as it goes.
+    """Build every rung, evaluate every system on it (two-stage reading ``depth``
+    candidates), write ``ladder.json`` as it goes.
 
     Ingestion and the queries run on Ray: embedded here, or on the cluster at
     ``ray_address``.
