@@ -260,6 +260,12 @@ def train_command(
             help="Fine-tune this checkpoint (e.g. the shipped one) instead of a new model."
         ),
     ] = None,
+    listwise: Annotated[
+        float,
+        typer.Option(
+            min=0.0, help="Weight of a listwise softmax term beside the BCE (0: BCE alone)."
+        ),
+    ] = 0.0,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train the scanner on the shared datasets' train splits and/or synthetic examples, and
@@ -290,6 +296,7 @@ def train_command(
             datasets=tuple(d for d in datasets.split(",") if d.strip()),
             synthetic=tuple(str(path) for path in synthetic or ()),
             init_from=None if init_from is None else str(init_from),
+            listwise=listwise,
         )
         report = run_training(args, out, data_cache=data_cache)
     except (ValueError, FileNotFoundError, CheckpointError) as error:

@@ -30,6 +30,8 @@ class TrainingArgs:
         synthetic: JSONL files of ``longscan synth`` examples, mixed in (or alone, with
             ``datasets=()``).
         init_from: A checkpoint folder to fine-tune instead of training from scratch.
+        listwise: Weight of the listwise softmax term added to the paper's BCE (0: the
+            paper's objective alone).
     """
 
     model: ScannerConfig = field(default_factory=ScannerConfig)
@@ -50,6 +52,7 @@ class TrainingArgs:
     threads: int = 2
     synthetic: tuple[str, ...] = ()
     init_from: str | None = None
+    listwise: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -1,4 +1,5 @@
-"""The paper's objective: binary cross-entropy on sentence logits, positives up-weighted."""
+"""The paper's objective: binary cross-entropy on sentence logits, positives up-weighted;
+and an optional listwise term that rewards putting gold sentences at the very top."""
 
 from __future__ import annotations
 
@@ -26,6 +27,24 @@ def weighted_bce(logits: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
     return F.binary_cross_entropy_with_logits(
         real_logits, real_labels, pos_weight=pos_weight.detach(), reduction="mean"
     )
+
+
+def listwise_softmax(logits: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
+    """Per example, ``-log`` of the softmax mass on its gold sentences, averaged.
+
+    BCE scores each sentence alone; this compares the gold sentences with every other
+    sentence of the same document, which is what a small word budget asks. Examples
+    without a gold sentence are left out.
+
+    Args, as for ``weighted_bce``.
+    """
+    masked = logits.masked_fill(~mask, float("-inf"))
+    gold = masked.masked_fill(labels <= 0, float("-inf"))
+    has_gold = (labels > 0).logical_and(mask).any(dim=1)
+    if not bool(has_gold.any()):
+        return logits.new_zeros(())
+    loss = torch.logsumexp(masked, dim=1) - torch.logsumexp(gold, dim=1)
+    return loss[has_gold].mean()
 
 
 def accuracy_at_top(logits: Tensor, labels: Tensor, mask: Tensor, k: int = 10) -> float:

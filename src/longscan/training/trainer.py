@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 from longscan.models.scanner import ScannerModel
 from longscan.training.args import TrainingArgs
 from longscan.training.data import TrainingSet, batches
-from longscan.training.losses import accuracy_at_top, weighted_bce
+from longscan.training.losses import accuracy_at_top, listwise_softmax, weighted_bce
 
 
 def cosine_with_warmup(total_steps: int, warmup_ratio: float):  # noqa: ANN201 - a lambda
@@ -95,6 +95,8 @@ def train(
             features = features[..., : model.config.n_features]
             logits = model(sentences, query, features, mask).logits
             loss = weighted_bce(logits, labels, mask)
+            if args.listwise:
+                loss = loss + args.listwise * listwise_softmax(logits, labels, mask)
             (loss / args.accumulation).backward()
             history["loss"].append(float(loss.detach()))
             micro += 1

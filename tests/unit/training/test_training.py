@@ -16,6 +16,7 @@ from longscan.training.data import (
     sentence_fingerprints,
     source_items,
 )
+from longscan.training.losses import listwise_softmax
 from longscan.training.trainer import cosine_with_warmup
 
 
@@ -25,6 +26,18 @@ def test_weighted_bce_uses_negatives_over_positives() -> None:
     mask = torch.tensor([[True, True, True, False]])
     # pos_weight = 2: (2 * log 2 + log 2 + log 2) / 3
     assert float(weighted_bce(logits, labels, mask)) == pytest.approx(4 * np.log(2) / 3)
+
+
+def test_listwise_term_is_the_softmax_mass_missed_on_gold_sentences() -> None:
+    logits = torch.tensor([[0.0, 0.0, 0.0, 9.0], [0.0, 5.0, 0.0, 0.0], [1.0, 2.0, 3.0, 4.0]])
+    labels = torch.tensor([[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    mask = torch.tensor([[True, True, True, False], [True, True, True, True], [True] * 4])
+    # row 1: one gold of 3 real equal logits (the padded 9.0 counts for nothing): log 3;
+    # row 2: both golds share the mass of e^0 + e^5 against 2 more e^0; row 3 has no gold
+    second = np.log(2 + np.exp(5) + 1) - np.log(1 + np.exp(5))
+    loss = listwise_softmax(logits, labels, mask)
+    assert float(loss) == pytest.approx((np.log(3) + second) / 2)
+    assert float(listwise_softmax(logits[2:], labels[2:], mask[2:])) == 0.0
 
 
 def test_schedule_warms_up_then_decays_to_zero() -> None:
