@@ -10,7 +10,10 @@ Takes ``longscan``'s own arguments (run ``... --help``) after registering:
   ``runs/scanner-skip7``, ``runs/scanner-skip9``; see BENCHMARKS.md). They share the sentence
   vectors, so an ensemble costs one more SSM pass per member, not another encoding;
 * ``scanner-rrf{1,2,3}``: reciprocal-rank fusion of the scanner's ranking (weighted 1-3)
-  with the BM25 and dense rankings the scanner already computes as features.
+  with the BM25 and dense rankings the scanner already computes as features;
+* ``scanner-div{0.5,1}``: paragraph diversity: on standardised logits, a sentence loses
+  0.5 or 1 for every better-scored sentence of its own paragraph, so the top of the ranking
+  spreads over paragraphs (multi-hop evidence sits in several).
 """
 
 from __future__ import annotations
@@ -69,6 +72,28 @@ class EnsembleScanner(ScannerRetriever):
         return np.mean(standardised, axis=0)
 
 
+class DiverseScanner(ScannerRetriever):
+    """The scanner's standardised logits, each demoted by ``penalty`` per better-scored
+    sentence of its own paragraph."""
+
+    def __init__(self, penalty: float) -> None:
+        super().__init__()
+        self.penalty = penalty
+
+    def score_units(self, query: str, documents: Sequence[Document], units: Units) -> np.ndarray:
+        logits = self.scanner.score(query, documents)
+        standard = (logits - logits.mean()) / (logits.std() + 1e-9)
+        paragraph = np.concatenate(
+            [[f"{i}/{p}" for p in d.sentence_paragraph] for i, d in enumerate(documents)]
+        )
+        scores = standard.copy()
+        better: dict[str, int] = {}
+        for i in np.argsort(-standard, kind="stable"):
+            scores[i] -= self.penalty * better.get(paragraph[i], 0)
+            better[paragraph[i]] = better.get(paragraph[i], 0) + 1
+        return scores
+
+
 def ensemble(members: int) -> Callable[[], Retriever]:
     return lambda: EnsembleScanner([None, *(Path(m) for m in MEMBERS[: members - 1])])
 
@@ -77,11 +102,17 @@ def fused(weight: float) -> Callable[[], Retriever]:
     return lambda: FusedScanner(weight)
 
 
+def diverse(penalty: float) -> Callable[[], Retriever]:
+    return lambda: DiverseScanner(penalty)
+
+
 def main() -> None:
     for members in (3, 4):
         register(f"scanner-ens{members}", ensemble(members))
     for weight in (1, 2, 3):
         register(f"scanner-rrf{weight}", fused(weight))
+    for penalty in (0.5, 1.0):
+        register(f"scanner-div{penalty:g}", diverse(penalty))
     from longscan.cli import app
 
     app(sys.argv[1:])
