@@ -7,8 +7,9 @@ Takes ``longscan``'s own arguments (run ``... --help``) after registering:
 
 * ``scanner-ens3`` / ``scanner-ens4``: the mean of the per-query standardised logits of the
   shipped checkpoint and 2 or 3 more trained on the same vectors (``runs/scanner-causal4``,
-  ``runs/scanner-skip7``, ``runs/scanner-skip9``; see BENCHMARKS.md). They share the sentence
-  vectors, so an ensemble costs one more SSM pass per member, not another encoding;
+  ``runs/scanner-skip7``, ``runs/scanner-skip9``: not in the repository; train them first
+  with the ``longscan train`` commands in BENCHMARKS.md). They share the sentence vectors, so
+  an ensemble costs one more SSM pass per member, not another encoding;
 * ``scanner-rrf{1,2,3}``: reciprocal-rank fusion of the scanner's ranking (weighted 1-3)
   with the BM25 and dense rankings the scanner already computes as features;
 * ``scanner-div{0.5,1}``: paragraph diversity: on standardised logits, a sentence loses
