@@ -14,7 +14,13 @@ from pathlib import Path
 
 from longscan.bank import MemoryBank
 from longscan.bank.search import DEPTH
-from longscan.bench.ladder import DEFAULT_RUNGS, candidate_ceiling, load_corpus, run_ladder
+from longscan.bench.ladder import (
+    DEFAULT_RUNGS,
+    answerable,
+    candidate_ceiling,
+    load_corpus,
+    run_ladder,
+)
 
 COLUMNS = ("docSR@10", "docFR@10", "docR@1", "docSR@1", "p50_ms", "p99_ms")
 
@@ -43,8 +49,7 @@ def table(rows: list[dict]) -> str:
 
 def print_ceiling(out: Path, per_domain: int) -> None:
     bank = MemoryBank(out / "banks" / "shared")
-    present = {row[0] for row in bank.db.execute("SELECT key FROM documents")}
-    queries = [q for q in load_corpus(per_domain=per_domain).queries if set(q.gold) <= present]
+    queries = answerable(bank, load_corpus(per_domain=per_domain).queries)
     stats = bank.stats()
     print(f"{stats['documents']:,} documents, {stats['tokens']:,} tokens, {len(queries)} queries")
     print("| candidates K | hybrid docSR@K | hybrid docFR@K |\n|---:|---:|---:|")

@@ -299,22 +299,25 @@ def candidate_ceiling(
     reaches at most these values at SR@10 and FR@10 (for queries with ≤ 10 gold documents):
     the ceiling of a two-stage pipeline reading K candidates.
     """
-    measures = [Measure.parse(f"doc{name}@{depth}") for depth in depths for name in ("SR", "FR")]
-    scores: dict[str, list[float]] = {m.name: [] for m in measures}
+    scores: dict[int, dict[str, list[float]]] = {depth: {"SR": [], "FR": []} for depth in depths}
     for query in queries:
         for depth in depths:  # fused lists depend on their depth: ask for each, as a search does
             keys = [hit.key for hit in search(bank, query.query, depth, method)]
-            found = document_scores(keys, query.gold, [m for m in measures if m.cutoff == depth])
-            for name, value in found.items():
-                scores[name].append(value)
+            measures = {name: Measure.parse(f"doc{name}@{depth}") for name in ("SR", "FR")}
+            found = document_scores(keys, query.gold, list(measures.values()))
+            for name, measure in measures.items():
+                if measure.name in found:  # FR applies to multi-source queries only
+                    scores[depth][name].append(found[measure.name])
     return {
-        depth: {
-            name: float(np.mean(scores[f"doc{name}@{depth}"]))
-            for name in ("SR", "FR")
-            if scores[f"doc{name}@{depth}"]
-        }
-        for depth in depths
+        depth: {name: float(np.mean(values)) for name, values in per_name.items() if values}
+        for depth, per_name in scores.items()
     }
+
+
+def answerable(bank: MemoryBank, queries: Sequence[LadderQuery]) -> list[LadderQuery]:
+    """The queries whose gold documents are all in ``bank``: the only ones a rung asks."""
+    present = bank.known([key for query in queries for key in query.gold])
+    return [query for query in queries if all(key in present for key in query.gold)]
 
 
 def run_ladder(
@@ -349,10 +352,7 @@ def run_ladder(
                 ingest(bank, (Document(k, texts[k]) for k in plan.keys)),
                 ingest(bank, _distractor_documents(plan.distractors), domain="distractor"),
             ]
-            present = {row[0] for row in bank.db.execute("SELECT key FROM documents")}
-            asked = [
-                q for q in corpus.queries if q.domain in plan.domains and set(q.gold) <= present
-            ]
+            asked = answerable(bank, [q for q in corpus.queries if q.domain in plan.domains])
             stats = bank.stats()
             row = {
                 "rung": plan.name,
