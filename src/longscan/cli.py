@@ -266,6 +266,13 @@ def train_command(
             min=0.0, help="Weight of a listwise softmax term beside the BCE (0: BCE alone)."
         ),
     ] = 0.0,
+    sentence_labels: Annotated[
+        bool,
+        typer.Option(
+            "--sentence-labels/--paragraph-labels",
+            help="MuSiQue gold: the sentence answering each hop, or the whole paragraph.",
+        ),
+    ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train the scanner on the shared datasets' train splits and/or synthetic examples, and
@@ -297,6 +304,7 @@ def train_command(
             synthetic=tuple(str(path) for path in synthetic or ()),
             init_from=None if init_from is None else str(init_from),
             listwise=listwise,
+            sentence_labels=sentence_labels,
         )
         report = run_training(args, out, data_cache=data_cache)
     except (ValueError, FileNotFoundError, CheckpointError) as error:

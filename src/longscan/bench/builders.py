@@ -260,13 +260,15 @@ def multihop_questions(
     dev_fraction: float | None = None,
     split_seed: int = 0,
     data_dir: str | Path | None = None,
+    sentence_support: bool = False,
 ) -> list[MultiHopQuestion]:
     """The questions of one split, split by question id.
 
     HotpotQA has a train and a dev file: with ``dev_fraction=None`` the split names the
     file. With a fraction, both splits are carved out of the *train* file by ``split_of``,
     which leaves the official dev file untouched for final evaluation. MuSiQue has one file,
-    always split by ``split_of`` (``dev_fraction=None`` means ``DEFAULT_DEV_FRACTION``).
+    always split by ``split_of`` (``dev_fraction=None`` means ``DEFAULT_DEV_FRACTION``);
+    ``sentence_support`` gives it sentence-level gold (see ``read_musique``).
     """
     _check_split(split)
     if dataset == "hotpotqa":
@@ -274,7 +276,7 @@ def multihop_questions(
             return load_hotpotqa(data_dir, split)
         questions = load_hotpotqa(data_dir, "train")
     elif dataset == "musique":
-        questions = load_musique(data_dir)
+        questions = load_musique(data_dir, sentence_support)
     else:
         raise ValueError(f"unknown multi-hop dataset {dataset!r}; choose hotpotqa or musique")
     fraction = DEFAULT_DEV_FRACTION if dev_fraction is None else dev_fraction
@@ -417,6 +419,7 @@ def build_multihop(
     dev_fraction: float | None = None,
     split_seed: int = 0,
     keep: Callable[[MultiHopParagraph], bool] | None = None,
+    sentence_support: bool = False,
 ) -> list[QAItem]:
     """One item per question (in random order): its paragraphs mixed with other questions'.
 
@@ -426,7 +429,8 @@ def build_multihop(
     paragraphs across its train/dev split). ``mode="long"`` makes one document (paragraphs
     separated by blank lines, gold = supporting sentence or paragraph spans);
     ``mode="collection"`` makes one document per paragraph, with ``gold_doc_ids`` for
-    document-level metrics.
+    document-level metrics. ``sentence_support`` labels MuSiQue's sentences that answer
+    each hop instead of its whole supporting paragraphs (training; see ``read_musique``).
 
     Raises:
         ValueError: bad arguments, or too little text in the split for ``target_words``.
@@ -434,7 +438,9 @@ def build_multihop(
     if mode not in ("long", "collection"):
         raise ValueError(f"unknown mode {mode!r}; choose long or collection")
     _check_positive(target_words=target_words, max_items=max_items)
-    questions = multihop_questions(dataset, split, dev_fraction, split_seed, data_dir)
+    questions = multihop_questions(
+        dataset, split, dev_fraction, split_seed, data_dir, sentence_support
+    )
     rng = random.Random(seed)
     filler = _Filler(questions, rng, keep)
     order = list(questions)

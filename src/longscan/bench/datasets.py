@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from longscan.bench.items import QAItem
 from longscan.documents import Document, read_file
-from longscan.segment import count_words
+from longscan.segment import count_words, sentence_spans_in
 
 logger = logging.getLogger(__name__)
 
@@ -295,14 +295,76 @@ def load_hotpotqa(
     return list(read_hotpotqa(data_path(HOTPOTQA_FILES[split], data_dir).resolve()))
 
 
+def _hop_sentences(body: str, hops: Sequence[tuple[str, str]]) -> list[tuple[int, int]]:
+    """Spans of the sentences of ``body`` that state the hops' answers: for each hop, the
+    sentence sharing the most content terms with its question and answer (ties: one that
+    holds the answer string, then the earlier one)."""
+    from longscan.retrievers.bm25 import tokenize  # bm25s is needed only by this labelling
+
+    spans = sentence_spans_in(body, 0, len(body))
+    texts = [body[a:b] for a, b in spans]
+    terms = [set(t) for t in tokenize(texts)]
+    chosen = set()
+    for question, answer in hops:
+        wanted = set(tokenize([f"{question} {answer}"])[0])
+        folded = answer.casefold()
+        chosen.add(
+            max(
+                range(len(texts)),
+                key=lambda i: (len(terms[i] & wanted), folded in texts[i].casefold(), -i),
+            )
+        )
+    return [spans[i] for i in sorted(chosen)]
+
+
+def _resolved_hops(row: dict[str, Any]) -> dict[int, list[tuple[str, str]]]:
+    """Each paragraph index's hops as (question, answer), ``#k`` replaced by hop k's answer."""
+    answers: list[str] = []
+    hops: dict[int, list[tuple[str, str]]] = {}
+    for step in row.get("question_decomposition", ()):
+
+        def earlier(match: re.Match[str]) -> str:
+            k = int(match.group(1))
+            return answers[k - 1] if 0 < k <= len(answers) else match.group(0)
+
+        question = re.sub(r"#(\d+)", earlier, step["question"])
+        answers.append(step["answer"])
+        index = step.get("paragraph_support_idx")
+        if index is not None:
+            hops.setdefault(index, []).append((question, step["answer"]))
+    return hops
+
+
+def _musique_paragraph(
+    paragraph: dict[str, Any], hops: Sequence[tuple[str, str]]
+) -> MultiHopParagraph:
+    """A supporting paragraph whose gold is the sentences answering its ``hops``."""
+    body = paragraph["paragraph_text"]
+    chosen = _hop_sentences(body, hops)
+    cuts = sorted({0, len(body), *(x for span in chosen for x in span)})
+    pieces = list(zip(cuts, cuts[1:], strict=False))
+    supporting = {i for i, piece in enumerate(pieces) if piece in chosen}
+    return _paragraph(paragraph["title"], [body[a:b] for a, b in pieces], supporting)
+
+
 @cache
-def read_musique(path: Path) -> tuple[MultiHopQuestion, ...]:
-    """Parse a MuSiQue file (JSON lines as released, or one JSON list)."""
+def read_musique(path: Path, sentence_support: bool = False) -> tuple[MultiHopQuestion, ...]:
+    """Parse a MuSiQue file (JSON lines as released, or one JSON list).
+
+    MuSiQue marks whole paragraphs as support. With ``sentence_support`` the gold of a
+    supporting paragraph is instead the sentence that answers each hop it supports (from the
+    question decomposition, as SQuAD's gold is the answer's sentence): training labels that
+    do not teach a scanner to spread its score over a paragraph. A supporting paragraph no
+    hop points at keeps the paragraph label.
+    """
     questions = []
     for row in _read_records(path):
+        hops = _resolved_hops(row) if sentence_support else {}
         paragraphs = tuple(
-            _paragraph(p["title"], [p["paragraph_text"]], {0} if p["is_supporting"] else set())
-            for p in row["paragraphs"]
+            _musique_paragraph(p, hops[i])
+            if p["is_supporting"] and i in hops
+            else _paragraph(p["title"], [p["paragraph_text"]], {0} if p["is_supporting"] else set())
+            for i, p in enumerate(row["paragraphs"])
         )
         questions.append(
             MultiHopQuestion(
@@ -319,9 +381,11 @@ def read_musique(path: Path) -> tuple[MultiHopQuestion, ...]:
     return tuple(questions)
 
 
-def load_musique(data_dir: str | Path | None = None) -> list[MultiHopQuestion]:
+def load_musique(
+    data_dir: str | Path | None = None, sentence_support: bool = False
+) -> list[MultiHopQuestion]:
     """The MuSiQue questions of the reference data (one file; split it with ``split_of``)."""
-    return list(read_musique(data_path(MUSIQUE_FILE, data_dir).resolve()))
+    return list(read_musique(data_path(MUSIQUE_FILE, data_dir).resolve(), sentence_support))
 
 
 # -------------------------------------------------------------------------------------- L-Eval

@@ -32,6 +32,8 @@ class TrainingArgs:
         init_from: A checkpoint folder to fine-tune instead of training from scratch.
         listwise: Weight of the listwise softmax term added to the paper's BCE (0: the
             paper's objective alone).
+        sentence_labels: Label MuSiQue's sentences that answer each hop rather than its
+            whole supporting paragraphs (see ``read_musique``).
     """
 
     model: ScannerConfig = field(default_factory=ScannerConfig)
@@ -53,6 +55,7 @@ class TrainingArgs:
     synthetic: tuple[str, ...] = ()
     init_from: str | None = None
     listwise: float = 0.0
+    sentence_labels: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -128,12 +128,20 @@ def source_items(
     limit: int,
     data_dir: str | None = None,
     keep: Callable[[MultiHopParagraph], bool] | None = None,
+    sentence_support: bool = False,
 ) -> list[QAItem]:
     """Items of one training source at one length (a fresh distractor mix per seed)."""
     if dataset == "squad":
         return build_squad_long(split, words, max_items=limit, seed=seed, data_dir=data_dir)
     items = build_multihop(
-        dataset, split, words, max_items=None, seed=seed, data_dir=data_dir, keep=keep
+        dataset,
+        split,
+        words,
+        max_items=None,
+        seed=seed,
+        data_dir=data_dir,
+        keep=keep,
+        sentence_support=sentence_support,
     )
     return items[:limit]
 
@@ -223,13 +231,16 @@ def build_training_set(
     threshold: float = 0.01,
     data_dir: str | None = None,
     progress: bool = True,
+    sentence_support: bool = False,
 ) -> TrainingSet:
-    """Build, decontaminate, label and encode examples of ``split``."""
+    """Build, decontaminate, label and encode examples of ``split`` (``sentence_support``:
+    MuSiQue gold at sentence level, see ``read_musique``)."""
     documents: dict[str, int] = {}
     doc_list: list[Document] = []
     examples: list[tuple[str, int, np.ndarray, str]] = []  # query, document, labels, source
     manifest: dict[str, Any] = {
         "split": split,
+        "musique_gold": "sentence" if sentence_support else "paragraph",
         "encoder": encoder.name,  # the checkpoint records what made its input vectors
         "sources": {},
         "dropped_contaminated": 0,
@@ -240,7 +251,9 @@ def build_training_set(
     for dataset, words, seed in tqdm(
         combos, desc=f"building {split} examples", disable=not progress
     ):
-        items = source_items(dataset, split, words, seed, max_per_source, data_dir, keep)
+        items = source_items(
+            dataset, split, words, seed, max_per_source, data_dir, keep, sentence_support
+        )
         kept, dropped = 0, set()
         for item in items:
             (document,) = item.documents

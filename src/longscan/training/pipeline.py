@@ -43,6 +43,7 @@ def _data_key(args: TrainingArgs) -> str:
         args.max_per_source,
         args.decontamination_threshold,
         DEV_EXAMPLES_PER_SOURCE,
+        args.sentence_labels,
         tuple(_file_digest(Path(path)) for path in args.synthetic),
         __version__,
     )
@@ -76,6 +77,7 @@ def build_data(
                 args.decontamination_threshold,
                 data_dir,
                 progress,
+                args.sentence_labels,
             )
         )
     synthetic = [example for path in args.synthetic for example in read_examples(Path(path))]
@@ -102,6 +104,7 @@ def build_data(
             args.decontamination_threshold,
             data_dir,
             progress,
+            args.sentence_labels,
         )
     else:  # synthetic only: a hash-split slice of the examples, never trained on
         dev_set = synthetic_training_set(encoder, held_out, None, progress=progress)

@@ -109,6 +109,86 @@ def test_musique_support_is_the_paragraph_body(data_dir: Path) -> None:
         assert question.answers[0] == row["answer"]
 
 
+def test_musique_sentence_support_marks_the_hop_sentences(data_dir: Path) -> None:
+    """Same texts, same supporting paragraphs; gold narrows to one sentence per hop, and
+    that sentence holds the hop's answer in nearly every hop of the real file."""
+    raw = _raw(data_dir / MUSIQUE_FILE)
+    by_paragraph = load_musique(data_dir)
+    by_sentence = load_musique(data_dir, sentence_support=True)
+    hops = answered = 0
+    for row, coarse, fine in zip(raw, by_paragraph, by_sentence, strict=True):
+        assert [p.text for p in fine.paragraphs] == [p.text for p in coarse.paragraphs]
+        assert [p.supporting for p in fine.paragraphs] == [p.supporting for p in coarse.paragraphs]
+        for index, paragraph in enumerate(fine.paragraphs):
+            steps = [
+                s for s in row["question_decomposition"] if s["paragraph_support_idx"] == index
+            ]
+            if not paragraph.supporting:
+                assert paragraph.support == ()
+                continue
+            ((body_start, body_end),) = coarse.paragraphs[index].support
+            assert 1 <= len(paragraph.support) <= len(steps)
+            for start, end in paragraph.support:
+                assert body_start <= start < end <= body_end
+            for step in steps:
+                hops += 1
+                answered += any(
+                    step["answer"].casefold() in paragraph.text[a:b].casefold()
+                    for a, b in paragraph.support
+                )
+    assert hops > 100
+    assert answered / hops >= 0.9
+
+
+def test_musique_sentence_support_fills_in_earlier_answers(tmp_path: Path) -> None:
+    """Hop 2 asks about "#1": with hop 1's answer filled in, the sentence that says who the
+    first president was wins over the earlier one that merely names the answer."""
+    second = (
+        "The study of adolescence began with G. Stanley Hall's book of 1904. "
+        "Hall, who was the first president of the American Psychological Association, "
+        "saw youth as turmoil."
+    )
+    row = {
+        "id": "2hop_1",
+        "question": "Who was the first president of the publisher of the journal?",
+        "answer": "G. Stanley Hall",
+        "paragraphs": [
+            {
+                "title": "Journal",
+                "paragraph_text": "It is published by the American "
+                "Psychological Association. It began in 1991.",
+                "is_supporting": True,
+            },
+            {"title": "Hall", "paragraph_text": second, "is_supporting": True},
+            {"title": "Other", "paragraph_text": "Nothing here.", "is_supporting": False},
+        ],
+        "question_decomposition": [
+            {
+                "question": "Who publishes the journal?",
+                "answer": "American Psychological Association",
+                "paragraph_support_idx": 0,
+            },
+            {
+                "question": "Who was the first president of #1 ?",
+                "answer": "G. Stanley Hall",
+                "paragraph_support_idx": 1,
+            },
+        ],
+    }
+    path = tmp_path / "musique.json"
+    path.write_text(json.dumps([row]))
+    (question,) = read_musique(path, sentence_support=True)
+    support = [[p.text[a:b] for a, b in p.support] for p in question.paragraphs]
+    assert support == [
+        ["It is published by the American Psychological Association."],
+        [
+            "Hall, who was the first president of the American Psychological Association, "
+            "saw youth as turmoil."
+        ],
+        [],
+    ]
+
+
 def test_musique_json_lines_read_like_a_list(data_dir: Path, tmp_path: Path) -> None:
     raw = _raw(data_dir / MUSIQUE_FILE)[:3]
     path = tmp_path / "musique.jsonl"
