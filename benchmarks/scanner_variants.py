@@ -10,6 +10,9 @@ Takes ``longscan``'s own arguments (run ``... --help``) after registering:
   ``runs/scanner-skip7``, ``runs/scanner-skip9``: not in the repository; train them first
   with the ``longscan train`` commands in BENCHMARKS.md). They share the sentence vectors, so
   an ensemble costs one more SSM pass per member, not another encoding;
+* ``scanner-ens-NAME``, registered by ``--ensemble NAME=DIR,DIR,...`` (anywhere among the
+  ``longscan`` arguments; ``-`` names the shipped checkpoint): the same mean over any
+  checkpoints, e.g. one recipe trained with several seeds;
 * ``scanner-rrf{1,2,3}``: reciprocal-rank fusion of the scanner's ranking (weighted 1-3)
   with the BM25 and dense rankings the scanner already computes as features;
 * ``scanner-div{0.5,1}``: paragraph diversity: on standardised logits, a sentence loses
@@ -107,7 +110,23 @@ def diverse(penalty: float) -> Callable[[], Retriever]:
     return lambda: DiverseScanner(penalty)
 
 
+def _register_named_ensembles(argv: list[str]) -> list[str]:
+    """Take every ``--ensemble NAME=DIR,DIR,...`` out of ``argv``; each registers
+    ``scanner-ens-NAME``, the ensemble of those checkpoints (``-`` names the shipped one)."""
+    rest = []
+    arguments = iter(argv)
+    for argument in arguments:
+        if argument != "--ensemble":
+            rest.append(argument)
+            continue
+        name, _, folders = next(arguments).partition("=")
+        directories = [None if f == "-" else Path(f) for f in folders.split(",")]
+        register(f"scanner-ens-{name}", lambda d=directories: EnsembleScanner(d))
+    return rest
+
+
 def main() -> None:
+    argv = _register_named_ensembles(sys.argv[1:])
     for members in (3, 4):
         register(f"scanner-ens{members}", ensemble(members))
     for weight in (1, 2, 3):
@@ -116,7 +135,7 @@ def main() -> None:
         register(f"scanner-div{penalty:g}", diverse(penalty))
     from longscan.cli import app
 
-    app(sys.argv[1:])
+    app(argv)
 
 
 if __name__ == "__main__":

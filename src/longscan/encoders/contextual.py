@@ -77,6 +77,22 @@ class ContextualSentenceEncoder:
             "contextual", self.name, document.content_hash, spans_digest(document.sentences)
         )
 
+    def cached_vectors(
+        self,
+        document: Document,
+        cache: EmbeddingCache | None,
+        progress: bool = False,
+        on_progress: Progress | None = None,
+    ) -> np.ndarray:
+        """``encode_document`` through a per-document cache (``None``: always encode)."""
+        key = self.cache_key(document)
+        vectors = None if cache is None else cache.get(key)
+        if vectors is None:
+            vectors = self.encode_document(document, progress, on_progress)
+            if cache is not None:
+                cache.put(key, vectors)
+        return vectors
+
     def encode_document(
         self, document: Document, progress: bool = False, on_progress: Progress | None = None
     ) -> np.ndarray:

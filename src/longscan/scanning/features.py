@@ -28,7 +28,10 @@ FEATURE_NAMES = (
     # Appended later; a checkpoint trained on a prefix of these names reads only that prefix.
     "paragraph_bm25",  # the best bm25_over_max in the sentence's paragraph
     "paragraph_dense_rank",  # rank of the paragraph's mean vector among all paragraphs
+    "feedback_bm25",  # BM25 of the new terms of the best first-pass sentences / best score
+    "feedback_dense_rank",  # rank of the cosine with the mean of those sentences' vectors
 )
+FEEDBACK_SENTENCES = 3  # the first-pass sentences whose words and vectors are fed back
 N_FEATURES = len(FEATURE_NAMES)
 
 
@@ -78,7 +81,42 @@ class LexicalFeatures:
         features = self.compute(query, documents)
         add_dense_rank(features, vectors, query_vector)
         add_paragraph_features(features, vectors, query_vector)
+        self._add_feedback(features, query, documents, vectors)
         return features
+
+    def _add_feedback(
+        self,
+        features: np.ndarray,
+        query: str,
+        documents: Sequence[Document],
+        vectors: np.ndarray,
+    ) -> None:
+        """Fill ``feedback_bm25`` and ``feedback_dense_rank`` (pseudo-relevance feedback).
+
+        Multi-hop evidence often shares no word with the question: it is about an entity
+        that only the first hop names ("... starring Shirley Temple"). The best sentences of
+        a lexical+dense first pass name it, so their terms that are not in the query, and
+        their mean vector, are a second query, scored over every sentence before the scan.
+        """
+        if not len(vectors):
+            return
+        first_pass = (
+            features[:, FEATURE_NAMES.index("bm25_rank")]
+            + features[:, FEATURE_NAMES.index("dense_rank")]
+        )
+        top = np.sort(np.argsort(-first_pass, kind="stable")[:FEEDBACK_SENTENCES])
+        index = self._index(documents)
+        texts = _sentence_texts_at(documents, top)
+        asked = set(tokenize([query])[0])
+        fed_back = dict.fromkeys(t for terms in tokenize(texts) for t in terms if t not in asked)
+        known = [t for t in fed_back if t in index.bm25.vocab_dict]
+        if known:
+            scores = np.asarray(index.bm25.get_scores(known), dtype=np.float64)
+            if scores.max() > 0:
+                features[:, FEATURE_NAMES.index("feedback_bm25")] = scores / scores.max()
+        centre = vectors[top].mean(axis=0)
+        centre /= max(float(np.linalg.norm(centre)), 1e-12)
+        features[:, FEATURE_NAMES.index("feedback_dense_rank")] = rank_feature(vectors @ centre)
 
     def compute(self, query: str, documents: Sequence[Document]) -> np.ndarray:
         """The text features of every sentence of ``documents`` (read as one sequence), float32;
@@ -105,6 +143,21 @@ class LexicalFeatures:
         if query_terms:
             features[:, 2] /= len(query_terms)
         return features
+
+
+def _sentence_texts_at(documents: Sequence[Document], positions: np.ndarray) -> list[str]:
+    """Texts of the sentences at ``positions`` (sorted) of the documents read as one sequence."""
+    texts = []
+    offset = 0
+    wanted = positions.tolist()
+    for document in documents:
+        end = offset + len(document.sentences)
+        for position in wanted:
+            if offset <= position < end:
+                start, stop = document.sentences[position - offset].tolist()
+                texts.append(document.text[start:stop])
+        offset = end
+    return texts
 
 
 def rank_feature(scores: np.ndarray) -> np.ndarray:

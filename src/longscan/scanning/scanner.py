@@ -106,12 +106,7 @@ class Scanner:
         self, document: Document, progress: bool = False, on_progress: Progress | None = None
     ) -> np.ndarray:
         """``(n_sentences, d)`` contextual vectors, encoded once per document text."""
-        key = self.encoder.cache_key(document)
-        vectors = self.cache.get(key)
-        if vectors is None:
-            vectors = self.encoder.encode_document(document, progress, on_progress)
-            self.cache.put(key, vectors)
-        return vectors
+        return self.encoder.cached_vectors(document, self.cache, progress, on_progress)
 
     def query_vector(self, query: str) -> np.ndarray:
         return self.encoder.encoder.encode([query])[0]

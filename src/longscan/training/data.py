@@ -34,6 +34,7 @@ from longscan.bench.builders import (
 from longscan.bench.datasets import MultiHopParagraph
 from longscan.bench.items import QAItem
 from longscan.documents import Document
+from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
 from longscan.scanning.features import LexicalFeatures
@@ -232,9 +233,11 @@ def build_training_set(
     data_dir: str | None = None,
     progress: bool = True,
     sentence_support: bool = False,
+    cache: EmbeddingCache | None = None,
 ) -> TrainingSet:
     """Build, decontaminate, label and encode examples of ``split`` (``sentence_support``:
-    MuSiQue gold at sentence level, see ``read_musique``)."""
+    MuSiQue gold at sentence level, see ``read_musique``; ``cache``: per-document sentence
+    vectors kept on disk, so a rebuild with other labels or features encodes nothing)."""
     documents: dict[str, int] = {}
     doc_list: list[Document] = []
     examples: list[tuple[str, int, np.ndarray, str]] = []  # query, document, labels, source
@@ -277,7 +280,7 @@ def build_training_set(
             "dropped": len(dropped),
         }
         manifest["dropped_contaminated"] += len(dropped)
-    return _assemble(encoder, doc_list, examples, manifest, split, progress)
+    return _assemble(encoder, doc_list, examples, manifest, split, progress, cache)
 
 
 def _assemble(
@@ -287,11 +290,12 @@ def _assemble(
     manifest: dict[str, Any],
     split: str,
     progress: bool,
+    cache: EmbeddingCache | None = None,
 ) -> TrainingSet:
     """Encode documents and queries once, compute each example's features: the tensors."""
     features = LexicalFeatures(max_cached=4)
     vectors = [
-        torch.from_numpy(encoder.encode_document(document))
+        torch.from_numpy(encoder.cached_vectors(document, cache))
         for document in tqdm(doc_list, desc=f"encoding {split} documents", disable=not progress)
     ]
     queries = torch.from_numpy(

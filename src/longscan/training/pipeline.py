@@ -15,9 +15,11 @@ import torch
 
 from longscan import __version__
 from longscan.bench.builders import split_of
+from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.encoders.minilm import get_encoder
 from longscan.scanning.checkpoint import save_checkpoint
+from longscan.scanning.features import FEATURE_NAMES
 from longscan.training.args import TrainingArgs
 from longscan.training.card import model_card
 from longscan.training.data import (
@@ -44,6 +46,7 @@ def _data_key(args: TrainingArgs) -> str:
         args.decontamination_threshold,
         DEV_EXAMPLES_PER_SOURCE,
         args.sentence_labels,
+        FEATURE_NAMES,  # the cached data holds every feature column
         tuple(_file_digest(Path(path)) for path in args.synthetic),
         __version__,
     )
@@ -62,6 +65,7 @@ def build_data(
     if folder is not None and (folder / "dev" / "data.json").is_file():
         return TrainingSet.load(folder / "train"), TrainingSet.load(folder / "dev")
     encoder = ContextualSentenceEncoder(get_encoder(), paragraph_cache_size=500_000)
+    vectors = None if cache is None else EmbeddingCache(cache / "vectors", max_items=0)
     fingerprints = evaluation_fingerprints(data_dir)
     common = (args.datasets, args.lengths_words)
     parts = []
@@ -78,6 +82,7 @@ def build_data(
                 data_dir,
                 progress,
                 args.sentence_labels,
+                vectors,
             )
         )
     synthetic = [example for path in args.synthetic for example in read_examples(Path(path))]
@@ -105,6 +110,7 @@ def build_data(
             data_dir,
             progress,
             args.sentence_labels,
+            vectors,
         )
     else:  # synthetic only: a hash-split slice of the examples, never trained on
         dev_set = synthetic_training_set(encoder, held_out, None, progress=progress)

@@ -88,3 +88,23 @@ def test_paragraph_features_spread_the_best_match_over_the_paragraph() -> None:
     dense = column["paragraph_dense_rank"]
     assert dense[2] == dense[3] == dense.max()  # the paragraph holding the query's vector
     assert dense[0] == dense[1] and dense[4] != dense[0]
+
+
+def test_feedback_features_follow_the_bridge_entity() -> None:
+    """The question never names Shirley Temple; the best first-pass sentence does, so the
+    feedback column finds her paragraph, and sentences sharing no fed-back term get 0."""
+    document = Document(
+        "d",
+        "Kiss and Tell is a 1945 film starring Shirley Temple as Corliss Archer.\n\n"
+        "Ships sail from harbours at dawn. Sailors mend nets.\n\n"
+        "Shirley Temple Black was an actress and diplomat. She served as Chief of Protocol.",
+    )
+    n = len(document.sentences)
+    vectors = np.eye(n, 8, dtype=np.float32)  # orthogonal: dense ranks only the query's own
+    query = "What post did the woman who portrayed Corliss Archer in Kiss and Tell hold?"
+    features = LexicalFeatures().for_scan(query, [document], vectors, vectors[0])
+    column = {name: features[:, i] for i, name in enumerate(FEATURE_NAMES)}
+    assert column["bm25_over_max"][3] == 0  # no question word in "Shirley Temple Black ..."
+    assert column["feedback_bm25"][3] > 0  # but the first hop's new words are
+    assert column["feedback_bm25"][4] == 0  # "She served as Chief of Protocol." shares none
+    assert column["feedback_dense_rank"][0] == column["feedback_dense_rank"].max()

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -124,6 +126,12 @@ def test_run_training_writes_a_loadable_checkpoint_and_reuses_cached_data(tmp_pa
     second = run_training(args, tmp_path / "b", progress=False, data_cache=tmp_path / "data")
     assert first["train_manifest"] == second["train_manifest"]
     assert second["seconds_data"] < first["seconds_data"]
+    vectors = sorted((tmp_path / "data" / "vectors").iterdir())
+    assert len(vectors) == first["train_manifest"]["documents"] + first["dev_manifest"]["documents"]
+    other = replace(args, sentence_labels=True)  # other data, same documents: nothing encoded
+    third = run_training(other, tmp_path / "c", progress=False, data_cache=tmp_path / "data")
+    assert third["train_manifest"]["musique_gold"] == "sentence"
+    assert sorted((tmp_path / "data" / "vectors").iterdir()) == vectors
     model, info = load_checkpoint(tmp_path / "b")
     assert info.encoder == "all-MiniLM-L6-v2/ctx256"
     assert (tmp_path / "b" / "MODEL_CARD.md").read_text().startswith("# longscan scanner")
