@@ -12,6 +12,14 @@ def model_card(report: dict[str, Any], command: str) -> str:
     train = report["train_manifest"]
     dev = report["dev_manifest"]
     direction = "bidirectional" if model["bidirectional"] else "causal"
+    musique = (
+        "MuSiQue sentence answering each hop"
+        if args.get("sentence_labels")
+        else "MuSiQue supporting paragraph"
+    )
+    objective = "Weighted BCE (pos_weight = #neg/#pos per batch)"
+    if args.get("listwise"):
+        objective += f" + {args['listwise']} × listwise softmax over each document's sentences"
     sources = "\n".join(
         f"| {name} | {counts['kept']} | {counts['dropped']} |"
         for name, counts in train["sources"].items()
@@ -41,8 +49,8 @@ Long documents of {", ".join(str(w) for w in args["lengths_words"])} words (≈2
 built from the *train* splits of {", ".join(args["datasets"])} in `../shared/data`
 (SQuAD split by article, HotpotQA by file, MuSiQue by question id), each question's own
 paragraphs mixed with distractor paragraphs of other train questions. Sentence labels: the
-sentence overlaps a gold span (SQuAD answer, HotpotQA supporting sentence, MuSiQue supporting
-paragraph). Decontamination: a document sharing more than
+sentence overlaps a gold span (SQuAD answer, HotpotQA supporting sentence, {musique}).
+Decontamination: a document sharing more than
 {args["decontamination_threshold"]:.0%} of its sentences with any development or benchmark
 document (SQuAD/HotpotQA/MuSiQue dev, L-Eval, Loong) is dropped.
 
@@ -56,7 +64,7 @@ Development: {dev["examples"]} examples from the dev splits.
 
 ## Optimisation
 
-Weighted BCE (pos_weight = #neg/#pos per batch); AdamW betas {args["betas"]}, weight decay
+{objective}; AdamW betas {args["betas"]}, weight decay
 {args["weight_decay"]}, peak lr {args["lr"]}, cosine schedule with {args["warmup_ratio"]:.0%}
 warm-up, gradient clipping {args["max_grad_norm"]}, batch {args["batch_size"]} ×
 accumulation {args["accumulation"]}, {args["epochs"]} epochs = {report["optimizer_steps"]}

@@ -131,6 +131,8 @@ def test_run_training_writes_a_loadable_checkpoint_and_reuses_cached_data(tmp_pa
     other = replace(args, sentence_labels=True)  # other data, same documents: nothing encoded
     third = run_training(other, tmp_path / "c", progress=False, data_cache=tmp_path / "data")
     assert third["train_manifest"]["musique_gold"] == "sentence"
+    assert "MuSiQue sentence answering each hop" in (tmp_path / "c" / "MODEL_CARD.md").read_text()
+    assert "MuSiQue supporting paragraph" in (tmp_path / "b" / "MODEL_CARD.md").read_text()
     assert sorted((tmp_path / "data" / "vectors").iterdir()) == vectors
     model, info = load_checkpoint(tmp_path / "b")
     assert info.encoder == "all-MiniLM-L6-v2/ctx256"
