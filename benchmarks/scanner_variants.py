@@ -61,6 +61,12 @@ class FusedScanner(ScannerRetriever):
         )
 
 
+def _standardised(logits: np.ndarray) -> np.ndarray:
+    """Logits on one scale per query (mean 0, sd 1), so checkpoints can be averaged and a
+    fixed penalty means the same on every query."""
+    return (logits - logits.mean()) / (logits.std() + 1e-9)
+
+
 class EnsembleScanner(ScannerRetriever):
     """The mean of several checkpoints' logits, each standardised over the query's sentences."""
 
@@ -69,11 +75,7 @@ class EnsembleScanner(ScannerRetriever):
         super().__init__(self.scanners[0])
 
     def score_units(self, query: str, documents: Sequence[Document], units: Units) -> np.ndarray:
-        standardised = []
-        for scanner in self.scanners:
-            logits = scanner.score(query, documents)
-            standardised.append((logits - logits.mean()) / (logits.std() + 1e-9))
-        return np.mean(standardised, axis=0)
+        return np.mean([_standardised(s.score(query, documents)) for s in self.scanners], axis=0)
 
 
 class DiverseScanner(ScannerRetriever):
@@ -85,8 +87,7 @@ class DiverseScanner(ScannerRetriever):
         self.penalty = penalty
 
     def score_units(self, query: str, documents: Sequence[Document], units: Units) -> np.ndarray:
-        logits = self.scanner.score(query, documents)
-        standard = (logits - logits.mean()) / (logits.std() + 1e-9)
+        standard = _standardised(self.scanner.score(query, documents))
         paragraph = np.concatenate(
             [[f"{i}/{p}" for p in d.sentence_paragraph] for i, d in enumerate(documents)]
         )
