@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -310,6 +311,25 @@ def train_command(
     except (ValueError, FileNotFoundError, CheckpointError) as error:
         raise _fail(str(error)) from None
     console.print_json(json.dumps({k: report[k] for k in ("dev_metrics", "seconds_total")}))
+    console.print(f"wrote {out}", highlight=False)
+
+
+@app.command()
+def ensemble(
+    members: Annotated[
+        list[Path],
+        typer.Argument(help="Checkpoints written by `longscan train` (one recipe, other seeds)."),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the ensemble checkpoint.")],
+) -> None:
+    """Combine checkpoints trained with other seeds into one whose logit is their mean."""
+    from longscan.scanning.checkpoint import CheckpointError
+    from longscan.training.ensemble import combine_checkpoints
+
+    try:
+        combine_checkpoints(members, out, "longscan " + shlex.join(sys.argv[1:]))
+    except (ValueError, CheckpointError) as error:
+        raise _fail(str(error)) from None
     console.print(f"wrote {out}", highlight=False)
 
 

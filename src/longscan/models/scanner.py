@@ -596,6 +596,35 @@ class ScannerModel(nn.Module):
         return self.forward(sentences, query, features, mask, window=window).logits
 
 
+class ScannerEnsemble(nn.Module):
+    """Scan networks of one config trained apart (other seeds); the logit is their mean.
+
+    Training noise alone moves a single checkpoint by several questions in 40 at small word
+    budgets (BENCHMARKS.md); the mean of a few members is steadier. Each member reads the
+    same vectors and features, so an ensemble costs one more scan per member, never another
+    encoding.
+    """
+
+    def __init__(self, config: ScannerConfig, members: int) -> None:
+        super().__init__()
+        if members < 2:
+            raise ValueError(f"an ensemble needs two or more members, got {members}")
+        self.config = config
+        self.members = nn.ModuleList(ScannerModel(config) for _ in range(members))
+
+    def scan(
+        self,
+        sentences: Tensor,
+        query: Tensor,
+        features: Tensor | None = None,
+        mask: Tensor | None = None,
+        window: int = DEFAULT_WINDOW,
+    ) -> Tensor:
+        """The members' mean :meth:`ScannerModel.scan` logits ``(b, l)``."""
+        logits = [member.scan(sentences, query, features, mask, window) for member in self.members]
+        return torch.stack(logits).mean(dim=0)
+
+
 # ----------------------------------------------------------------------------- outputs
 
 
@@ -636,6 +665,7 @@ __all__ = [
     "Mamba2Mixer",
     "MixerState",
     "RMSNorm",
+    "ScannerEnsemble",
     "ScannerModel",
     "ScannerOutput",
     "ScannerState",

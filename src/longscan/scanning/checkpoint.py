@@ -1,5 +1,8 @@
 """Scanner checkpoints: a directory with ``config.json`` and ``model.safetensors``.
 
+A checkpoint holds one scan network or an ensemble of several of one config (``members`` in
+the config; their logits are averaged).
+
 Weights load only from safetensors (never by unpickling). The config records the package
 version, the encoder and feature set the weights were trained with, and the SHA-256 of the
 weights file; loading checks all of them, so a corrupt, truncated or mismatched checkpoint
@@ -17,7 +20,7 @@ from typing import Any
 
 from longscan import __version__
 from longscan.models.config import ScannerConfig
-from longscan.models.scanner import ScannerModel
+from longscan.models.scanner import ScannerEnsemble, ScannerModel
 from longscan.scanning.features import FEATURE_NAMES
 
 FORMAT = "longscan-scanner"
@@ -25,6 +28,8 @@ FORMAT_VERSION = 1
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 DEFAULT_CHECKPOINT = "scanner-minilm"
+
+ScanNetwork = ScannerModel | ScannerEnsemble
 
 
 class CheckpointError(ValueError):
@@ -39,6 +44,7 @@ class CheckpointInfo:
     encoder: str
     features: tuple[str, ...]
     metadata: dict[str, Any]
+    members: int = 1
 
 
 def default_checkpoint_dir() -> Path:
@@ -55,7 +61,7 @@ def file_sha256(path: Path) -> str:
 
 
 def save_checkpoint(
-    model: ScannerModel, directory: Path, encoder: str, metadata: dict[str, Any] | None = None
+    model: ScanNetwork, directory: Path, encoder: str, metadata: dict[str, Any] | None = None
 ) -> Path:
     """Write weights, then the config that vouches for them (with their hash)."""
     from safetensors.torch import save_file
@@ -69,6 +75,7 @@ def save_checkpoint(
         "format_version": FORMAT_VERSION,
         "longscan_version": __version__,
         "model": model.config.to_dict(),
+        "members": len(model.members) if isinstance(model, ScannerEnsemble) else 1,
         "encoder": encoder,
         "features": list(FEATURE_NAMES[: model.config.n_features]),
         "weights_sha256": file_sha256(weights),
@@ -108,11 +115,15 @@ def read_info(directory: Path) -> tuple[CheckpointInfo, dict[str, Any]]:
             f"{config_path}: the model reads {config.n_features} features but {len(features)} "
             "are named"
         )
-    info = CheckpointInfo(config, str(raw.get("encoder", "")), features, raw.get("metadata", {}))
+    members = raw.get("members", 1)  # configs written before ensembles have no such key
+    if isinstance(members, bool) or not isinstance(members, int) or members < 1:
+        raise CheckpointError(f"{config_path}: members must be a positive integer, got {members!r}")
+    encoder = str(raw.get("encoder", ""))
+    info = CheckpointInfo(config, encoder, features, raw.get("metadata", {}), members)
     return info, raw
 
 
-def load_checkpoint(directory: Path | None = None) -> tuple[ScannerModel, CheckpointInfo]:
+def load_checkpoint(directory: Path | None = None) -> tuple[ScanNetwork, CheckpointInfo]:
     """Load a checkpoint after checking its config and the hash of its weights.
 
     Raises:
@@ -134,7 +145,11 @@ def load_checkpoint(directory: Path | None = None) -> tuple[ScannerModel, Checkp
         state = load_file(str(weights))
     except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{weights}: unreadable safetensors ({error})") from None
-    model = ScannerModel(info.config)
+    model: ScanNetwork = (
+        ScannerModel(info.config)
+        if info.members == 1
+        else ScannerEnsemble(info.config, info.members)
+    )
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as error:

@@ -7,11 +7,14 @@ the scanner the lexical signal (BM25 and query-term coverage) and the document s
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import dropwhile
 from typing import Any
 
 import numpy as np
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from longscan.documents import Document
 from longscan.retrievers.bm25 import build_index, tokenize
@@ -30,8 +33,16 @@ FEATURE_NAMES = (
     "paragraph_dense_rank",  # rank of the paragraph's mean vector among all paragraphs
     "feedback_bm25",  # BM25 of the new terms of the best first-pass sentences / best score
     "feedback_dense_rank",  # rank of the cosine with the mean of those sentences' vectors
+    "query_name_paragraph",  # the paragraph mentions a capitalised name of the query (rarity)
+    "bridge_name",  # the sentence mentions a name the best first-pass sentences add (rarity)
+    "bridge_name_paragraph",  # the best bridge_name in the sentence's paragraph
 )
-FEEDBACK_SENTENCES = 3  # the first-pass sentences whose words and vectors are fed back
+FEEDBACK_SENTENCES = 3  # the first-pass sentences whose words, vectors and names are fed back
+MAX_NAMES = 32  # names taken from the query or the fed-back sentences (bounds a huge query)
+# lower-case words that join a name: "Bank of England", "Ludwig van Beethoven"
+NAME_LINKS = frozenset(["of", "the", "de", "du", "da", "del", "der", "van", "von", "la", "le"])
+NAME_STOP_WORDS = ENGLISH_STOP_WORDS | {"did", "does"}  # scikit-learn's list lacks these two
+_NAME_WORD = re.compile(r"[^\W_][\w'’\-]*")
 N_FEATURES = len(FEATURE_NAMES)
 
 
@@ -91,12 +102,13 @@ class LexicalFeatures:
         documents: Sequence[Document],
         vectors: np.ndarray,
     ) -> None:
-        """Fill ``feedback_bm25`` and ``feedback_dense_rank`` (pseudo-relevance feedback).
+        """Fill the pseudo-relevance-feedback columns (``feedback_*``, ``*name*``).
 
         Multi-hop evidence often shares no word with the question: it is about an entity
         that only the first hop names ("... starring Shirley Temple"). The best sentences of
-        a lexical+dense first pass name it, so their terms that are not in the query, and
-        their mean vector, are a second query, scored over every sentence before the scan.
+        a lexical+dense first pass name it, so their terms that are not in the query, their
+        mean vector and their capitalised names are a second query, scored over every
+        sentence before the scan.
         """
         if not len(vectors):
             return
@@ -117,6 +129,33 @@ class LexicalFeatures:
         centre = vectors[top].mean(axis=0)
         centre /= max(float(np.linalg.norm(centre)), 1e-12)
         features[:, FEATURE_NAMES.index("feedback_dense_rank")] = rank_feature(vectors @ centre)
+        self._add_names(features, index, query, texts, asked)
+
+    def _add_names(
+        self,
+        features: np.ndarray,
+        index: _DocumentIndex,
+        query: str,
+        fed_back_texts: list[str],
+        asked: set[str],
+    ) -> None:
+        """Fill ``query_name_paragraph``, ``bridge_name`` and ``bridge_name_paragraph``.
+
+        A bridge between two passages usually goes through a name: the second hop's
+        paragraph is about the person, work or place the first hop mentions. Names match
+        as all their content terms in one sentence, so "Shirley Temple" finds "Shirley
+        Temple Black"; each name weighs by how few paragraphs mention it, so the subject of
+        a whole book counts for little.
+        """
+        runs = paragraph_runs(features)
+        presence = _TermPresence(index.bm25)
+        query_names = [terms for terms in name_terms([query]) if terms]
+        bridges = [t for t in name_terms(fed_back_texts) if t and not set(t) <= asked]
+        in_query = presence.rarest_mention(query_names, runs)
+        bridge = presence.rarest_mention(bridges, runs)
+        features[:, FEATURE_NAMES.index("query_name_paragraph")] = paragraph_max(in_query, runs)
+        features[:, FEATURE_NAMES.index("bridge_name")] = bridge
+        features[:, FEATURE_NAMES.index("bridge_name_paragraph")] = paragraph_max(bridge, runs)
 
     def compute(self, query: str, documents: Sequence[Document]) -> np.ndarray:
         """The text features of every sentence of ``documents`` (read as one sequence), float32;
@@ -181,16 +220,109 @@ def add_paragraph_features(features: np.ndarray, vectors: np.ndarray, query: np.
     chunk retrievers know; these columns give the scanner that signal at every step."""
     if not len(vectors):
         return
-    starts = np.flatnonzero(features[:, FEATURE_NAMES.index("paragraph_start")])
-    if not len(starts) or starts[0] != 0:  # every document's first sentence starts a paragraph
-        starts = np.r_[0, starts]
-    sizes = np.diff(np.r_[starts, len(vectors)])
-    best_bm25 = np.maximum.reduceat(features[:, FEATURE_NAMES.index("bm25_over_max")], starts)
-    features[:, FEATURE_NAMES.index("paragraph_bm25")] = np.repeat(best_bm25, sizes)
+    runs = paragraph_runs(features)
+    starts, sizes = runs
+    bm25 = features[:, FEATURE_NAMES.index("bm25_over_max")]
+    features[:, FEATURE_NAMES.index("paragraph_bm25")] = paragraph_max(bm25, runs)
     means = np.add.reduceat(vectors, starts, axis=0)
     means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
     paragraph_rank = rank_feature(means @ query)
     features[:, FEATURE_NAMES.index("paragraph_dense_rank")] = np.repeat(paragraph_rank, sizes)
+
+
+ParagraphRuns = tuple[np.ndarray, np.ndarray]  # first sentence of each paragraph, its size
+
+
+def paragraph_runs(features: np.ndarray) -> ParagraphRuns:
+    """The paragraphs of a non-empty sequence, from its ``paragraph_start`` column."""
+    starts = np.flatnonzero(features[:, FEATURE_NAMES.index("paragraph_start")])
+    if not len(starts) or starts[0] != 0:  # every document's first sentence starts a paragraph
+        starts = np.r_[0, starts]
+    return starts, np.diff(np.r_[starts, len(features)])
+
+
+def paragraph_max(values: np.ndarray, runs: ParagraphRuns) -> np.ndarray:
+    """Every sentence gets the largest value of its paragraph."""
+    starts, sizes = runs
+    return np.repeat(np.maximum.reduceat(values, starts), sizes)
+
+
+def capitalised_names(text: str) -> list[str]:
+    """Runs of capitalised words ("Androscoggin Bank Colisée", "Bank of England").
+
+    A lower-case linking word (``NAME_LINKS``) joins a run only when a capitalised word
+    follows it; punctuation, a line break or any other word ends the run. Leading stop words
+    go ("The Bank of England", "Did Alice Smith"), and one capitalised word that opens a
+    sentence ("Ships sail ...") is grammar, not a name.
+    """
+    names: list[str] = []
+    run: list[str] = []
+    links: list[str] = []
+    opens_sentence = False
+    previous_end = 0
+
+    def close() -> None:
+        content = list(dropwhile(lambda word: word.lower() in NAME_STOP_WORDS, run))
+        stripped = len(content) < len(run)
+        if len(content) > 1 or (content and (stripped or not opens_sentence)):
+            names.append(" ".join(content))
+        run.clear()
+        links.clear()
+
+    for match in _NAME_WORD.finditer(text):
+        word, gap = match.group(), text[previous_end : match.start()]
+        sentence_start = previous_end == 0 or "\n" in gap or any(c in gap for c in ".!?:")
+        previous_end = match.end()
+        if run and (gap.strip() or "\n" in gap):
+            close()
+        if word[0].isupper():
+            if not run:
+                opens_sentence = sentence_start
+            run.extend([*links, word])
+            links.clear()
+        elif run and word in NAME_LINKS:
+            links.append(word)
+        elif run:
+            close()
+    close()
+    return names
+
+
+def name_terms(texts: Iterable[str]) -> list[tuple[str, ...]]:
+    """The distinct names of ``texts`` (at most ``MAX_NAMES``) as their BM25 content terms;
+    a name of stop words only ("The", "Who") has none."""
+    names = list(dict.fromkeys(name for text in texts for name in capitalised_names(text)))
+    names = names[:MAX_NAMES]
+    return list(dict.fromkeys(tuple(terms) for terms in tokenize(names))) if names else []
+
+
+class _TermPresence:
+    """Which sentences hold a term (BM25 idf is positive, so a score > 0 means present),
+    looked up once per term and query."""
+
+    def __init__(self, bm25: Any) -> None:
+        self.bm25 = bm25
+        self._seen: dict[str, np.ndarray] = {}
+
+    def of(self, term: str) -> np.ndarray:
+        if term not in self._seen:
+            self._seen[term] = np.asarray(self.bm25.get_scores([term])) > 0
+        return self._seen[term]
+
+    def rarest_mention(self, names: Sequence[tuple[str, ...]], runs: ParagraphRuns) -> np.ndarray:
+        """Per sentence, the largest rarity ``log((P + 1) / p) / log(P + 1)`` of the names it
+        mentions (all of a name's terms), p of the P paragraphs mentioning that name."""
+        best = np.zeros(int(runs[1].sum()), dtype=np.float32)
+        total = len(runs[0])
+        for terms in names:
+            if not terms or any(t not in self.bm25.vocab_dict for t in terms):
+                continue
+            mentions = np.logical_and.reduce([self.of(t) for t in terms])
+            paragraphs = int(np.count_nonzero(np.maximum.reduceat(mentions, runs[0])))
+            if paragraphs:
+                rarity = np.log((total + 1) / paragraphs) / np.log(total + 1)
+                np.maximum(best, np.where(mentions, rarity, 0), out=best)
+        return best
 
 
 def structure_features(document: Document) -> np.ndarray:

@@ -20,8 +20,7 @@ from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, default_cache_dir
 from longscan.encoders.contextual import ContextualSentenceEncoder, Progress
 from longscan.encoders.minilm import get_encoder
-from longscan.models.scanner import ScannerModel
-from longscan.scanning.checkpoint import CheckpointInfo, load_checkpoint
+from longscan.scanning.checkpoint import CheckpointInfo, ScanNetwork, load_checkpoint
 from longscan.scanning.features import LexicalFeatures
 
 ScanMode = Literal["stream", "sliding"]
@@ -62,7 +61,7 @@ class Scanner:
     """Scores every sentence of a document (or a collection read in order) for a query.
 
     Args:
-        model: The trained scan network.
+        model: The trained scan network (or an ensemble of several).
         info: What the checkpoint says about the encoder and features.
         cache: Per-document sentence-vector cache (default: on disk).
         mode: ``"stream"`` (carry the state across windows; any length, constant memory) or
@@ -73,7 +72,7 @@ class Scanner:
 
     def __init__(
         self,
-        model: ScannerModel,
+        model: ScanNetwork,
         info: CheckpointInfo,
         cache: EmbeddingCache | None = None,
         mode: ScanMode = "stream",

@@ -82,3 +82,31 @@ Time: data and encoding {report["seconds_data"]:.0f} s, training
 Benchmark results against every baseline (development split) are in the repository's
 BENCHMARKS.md.
 """
+
+
+def ensemble_card(reports: list[dict[str, Any]], first_card: str, command: str) -> str:
+    """Markdown for an ensemble: its members' seeds and metrics, then the first member's card
+    (the others differ only in those rows)."""
+    rows = "\n".join(
+        f"| {i} | {r['args']['seed']} | {r['seconds_training']:.0f} | "
+        f"{r['final_train_loss']:.4f} | {r['dev_metrics'][-1]['dev_top10_hit']:.3f} |"
+        for i, r in enumerate(reports)
+    )
+    member = first_card.replace("\n#", "\n##").removeprefix("# ")
+    return f"""# longscan scanner ensemble ({len(reports)} members)
+
+A sentence's logit is the mean of the logits of {len(reports)} scanners trained by one recipe
+with other seeds. They read the same sentence vectors and features, so the ensemble costs
+one more scan per member, never another encoding.
+
+## Command
+
+```
+{command}
+```
+
+| member | seed | training (s) | final training loss | dev: a gold sentence in the top 10 |
+|---:|---:|---:|---:|---:|
+{rows}
+
+## Member 0: {member}"""

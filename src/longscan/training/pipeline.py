@@ -18,6 +18,7 @@ from longscan.bench.builders import split_of
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.encoders.minilm import get_encoder
+from longscan.models.scanner import ScannerModel
 from longscan.scanning.checkpoint import save_checkpoint
 from longscan.scanning.features import FEATURE_NAMES
 from longscan.training.args import TrainingArgs
@@ -137,6 +138,8 @@ def run_training(
         from longscan.scanning.checkpoint import load_checkpoint
 
         initial, info = load_checkpoint(Path(args.init_from))
+        if not isinstance(initial, ScannerModel):
+            raise ValueError(f"{args.init_from} is an ensemble; start from one of its members")
         if info.encoder != train_set.manifest["encoder"]:
             raise ValueError(
                 f"{args.init_from} reads {info.encoder} vectors, the data has "

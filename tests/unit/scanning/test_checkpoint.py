@@ -84,3 +84,42 @@ def test_shipped_checkpoint_loads_and_is_small() -> None:
     assert (directory / WEIGHTS_FILE).stat().st_size <= 30 * 2**20
     assert model.config.n_features == len(info.features)
     assert (directory / "MODEL_CARD.md").is_file()
+
+
+def test_ensemble_round_trip_scores_the_mean_of_its_members(
+    tmp_path: Path, make_tiny_model
+) -> None:
+    from longscan.models.scanner import ScannerEnsemble
+
+    members = [make_tiny_model(seed=seed) for seed in (0, 1)]
+    ensemble = ScannerEnsemble(members[0].config, 2)
+    for slot, member in zip(ensemble.members, members, strict=True):
+        slot.load_state_dict(member.state_dict())
+    save_checkpoint(ensemble, tmp_path / "ens", "all-MiniLM-L6-v2/ctx256")
+    loaded, info = load_checkpoint(tmp_path / "ens")
+    assert info.members == 2 and isinstance(loaded, ScannerEnsemble)
+    sentences, query = torch.randn(1, 23, 384), torch.randn(1, 384)
+    features = torch.rand(1, 23, members[0].config.n_features)
+    each = [member.scan(sentences, query, features) for member in members]
+    assert not torch.allclose(each[0], each[1])
+    assert torch.allclose(loaded.scan(sentences, query, features), (each[0] + each[1]) / 2)
+    with pytest.raises(ValueError, match="two or more"):
+        ScannerEnsemble(members[0].config, 1)
+
+
+@pytest.mark.parametrize("members", [0, -1, "2", True])
+def test_bad_member_count_is_refused(tiny_checkpoint: Path, members: object) -> None:
+    config = json.loads((tiny_checkpoint / CONFIG_FILE).read_text())
+    config["members"] = members
+    (tiny_checkpoint / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="members"):
+        load_checkpoint(tiny_checkpoint)
+
+
+def test_ensemble_of_a_single_network_is_refused(tiny_checkpoint: Path) -> None:
+    """A config that says 2 members over one network's weights does not load."""
+    config = json.loads((tiny_checkpoint / CONFIG_FILE).read_text())
+    config["members"] = 2
+    (tiny_checkpoint / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="do not fit"):
+        load_checkpoint(tiny_checkpoint)

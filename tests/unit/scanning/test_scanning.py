@@ -7,7 +7,7 @@ from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache
 from longscan.retrievers.scanner import ScannerRetriever
 from longscan.scanning import Scanner, SlidingWindow
-from longscan.scanning.features import FEATURE_NAMES, LexicalFeatures
+from longscan.scanning.features import FEATURE_NAMES, LexicalFeatures, capitalised_names
 
 
 def test_streaming_equals_one_full_pass(tiny_scanner: Scanner, novel: Document) -> None:
@@ -108,3 +108,46 @@ def test_feedback_features_follow_the_bridge_entity() -> None:
     assert column["feedback_bm25"][3] > 0  # but the first hop's new words are
     assert column["feedback_bm25"][4] == 0  # "She served as Chief of Protocol." shares none
     assert column["feedback_dense_rank"][0] == column["feedback_dense_rank"].max()
+
+
+def test_name_features_follow_the_bridge_name_through_its_paragraph() -> None:
+    """The first hop names "Shirley Temple"; the second hop's paragraph ("Shirley Temple
+    Black ...") mentions her and gets the bridge columns, its pronoun-only sentence through
+    the paragraph column; the query's own names mark their paragraph."""
+    document = Document(
+        "d",
+        "Kiss and Tell is a 1945 film starring Shirley Temple as Corliss Archer.\n\n"
+        "Ships sail from harbours at dawn. Sailors mend nets.\n\n"
+        "Shirley Temple Black was an actress and diplomat. She served as Chief of Protocol.",
+    )
+    n = len(document.sentences)
+    vectors = np.eye(n, 8, dtype=np.float32)
+    query = "What post did the woman who portrayed Corliss Archer in Kiss and Tell hold?"
+    features = LexicalFeatures().for_scan(query, [document], vectors, vectors[0])
+    column = {name: features[:, i] for i, name in enumerate(FEATURE_NAMES)}
+    bridge, paragraph = column["bridge_name"], column["bridge_name_paragraph"]
+    assert bridge[3] > 0 and bridge[4] == 0  # "She served ..." names no one fed back
+    assert paragraph[3] == paragraph[4] == bridge[3]
+    assert bridge[1] == bridge[2] == 0  # "Ships" opens a sentence: grammar, not a name
+    in_query = column["query_name_paragraph"]
+    assert in_query[0] > 0 and in_query[1:].max() == 0  # "Corliss Archer" is only in the first
+
+
+def test_capitalised_names() -> None:
+    text = 'Who is older, Annie Morton or Terry Richardson? He met "Tom" at The Bank of England.'
+    assert capitalised_names(text) == ["Annie Morton", "Terry Richardson", "Tom", "Bank of England"]
+    assert capitalised_names("Did Alice Smith win?\nShips sail.") == ["Alice Smith"]
+    assert capitalised_names("") == [] and capitalised_names("no names here") == []
+
+
+def test_names_weigh_by_rarity() -> None:
+    """A name every paragraph mentions counts for little against one only one mentions."""
+    document = Document(
+        "d", "Alice Smith met Bob Jones.\n\nAlice Smith left.\n\nAlice Smith returned home."
+    )
+    vectors = np.eye(len(document.sentences), 8, dtype=np.float32)
+    query = "Did Alice Smith meet Bob Jones?"
+    features = LexicalFeatures().for_scan(query, [document], vectors, vectors[0])
+    in_query = features[:, FEATURE_NAMES.index("query_name_paragraph")]
+    assert in_query[0] == pytest.approx(1.0)  # Bob Jones: one paragraph of three
+    assert 0 < in_query[1] == in_query[2] < 0.25  # Alice Smith: all three

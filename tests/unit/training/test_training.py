@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +11,8 @@ from longscan.documents import Document
 from longscan.encoders import get_encoder
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.models.config import ScannerConfig
-from longscan.scanning import N_FEATURES
+from longscan.models.scanner import ScannerModel
+from longscan.scanning import N_FEATURES, load_checkpoint, save_checkpoint
 from longscan.training import TrainingArgs, TrainingSet, build_training_set, train, weighted_bce
 from longscan.training.data import (
     CleanParagraphs,
@@ -18,6 +20,7 @@ from longscan.training.data import (
     sentence_fingerprints,
     source_items,
 )
+from longscan.training.ensemble import combine_checkpoints
 from longscan.training.losses import listwise_softmax
 from longscan.training.trainer import cosine_with_warmup
 
@@ -109,7 +112,6 @@ def test_a_few_steps_on_real_data_lower_the_loss(tmp_path) -> None:
 
 
 def test_run_training_writes_a_loadable_checkpoint_and_reuses_cached_data(tmp_path) -> None:
-    from longscan.scanning import load_checkpoint
     from longscan.training.pipeline import run_training
 
     args = TrainingArgs(
@@ -137,3 +139,28 @@ def test_run_training_writes_a_loadable_checkpoint_and_reuses_cached_data(tmp_pa
     model, info = load_checkpoint(tmp_path / "b")
     assert info.encoder == "all-MiniLM-L6-v2/ctx256"
     assert (tmp_path / "b" / "MODEL_CARD.md").read_text().startswith("# longscan scanner")
+    assert_combined(tmp_path / "b", tmp_path / "c", tmp_path / "ens")
+
+
+def assert_combined(first: Path, second: Path, out: Path) -> None:
+    """Two trained checkpoints combine into one that scores their mean, with a card naming
+    both; an ensemble or a checkpoint of another config is refused as a member."""
+    combine_checkpoints([first, second], out, "longscan ensemble ...")
+    ensemble, info = load_checkpoint(out)
+    members = [load_checkpoint(path)[0] for path in (first, second)]
+    assert info.members == 2
+    sentences, query = torch.randn(1, 9, 384), torch.randn(1, 384)
+    features = torch.rand(1, 9, info.config.n_features)
+    mean = (
+        members[0].scan(sentences, query, features) + members[1].scan(sentences, query, features)
+    ) / 2
+    assert torch.allclose(ensemble.scan(sentences, query, features), mean)
+    card = (out / "MODEL_CARD.md").read_text()
+    assert card.startswith("# longscan scanner ensemble (2 members)") and "## Member 0:" in card
+    with pytest.raises(ValueError, match="already an ensemble"):
+        combine_checkpoints([out, first], out.with_name("nested"), "")
+    other = save_checkpoint(
+        ScannerModel(replace(info.config, d_model=16)), out.with_name("other"), info.encoder
+    )
+    with pytest.raises(ValueError, match="another config"):
+        combine_checkpoints([first, other], out.with_name("mixed"), "")
