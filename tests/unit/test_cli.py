@@ -11,7 +11,9 @@ from longscan.cli import app
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("command", [[], ["ask"], ["eval"], ["train"], ["ensemble"], ["benchmarks"]])
+@pytest.mark.parametrize(
+    "command", [[], ["ask"], ["eval"], ["train"], ["ensemble"], ["benchmarks"]]
+)
 def test_every_command_has_help(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"])
     assert result.exit_code == 0 and "Usage" in result.output

@@ -18,7 +18,7 @@ from longscan.bench.builders import split_of
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.encoders.minilm import get_encoder
-from longscan.models.scanner import ScannerModel
+from longscan.models.scanner import ScannerEnsemble
 from longscan.scanning.checkpoint import save_checkpoint
 from longscan.scanning.features import FEATURE_NAMES
 from longscan.training.args import TrainingArgs
@@ -121,6 +121,32 @@ def build_data(
     return train_set, dev_set
 
 
+def fine_tune_members(
+    args: TrainingArgs,
+    train_set: TrainingSet,
+    dev_set: TrainingSet,
+    progress: bool,
+    ensemble: ScannerEnsemble,
+) -> tuple[ScannerEnsemble, dict[str, Any]]:
+    """Fine-tune every member of an ensemble on the same data, one after another.
+
+    The history holds every member's losses and dev rows (each row names its member), and
+    the members' summed steps and time.
+    """
+    histories = [train(args, train_set, dev_set, progress, initial=m)[1] for m in ensemble.members]
+    history = {
+        "loss": [loss for h in histories for loss in h["loss"]],
+        "dev": [
+            {**row, "epoch": f"{row['epoch']} (member {i})"}
+            for i, h in enumerate(histories)
+            for row in h["dev"]
+        ],
+        "optimizer_steps": sum(h["optimizer_steps"] for h in histories),
+        "seconds": sum(h["seconds"] for h in histories),
+    }
+    return ensemble.eval(), history
+
+
 def run_training(
     args: TrainingArgs,
     out_dir: Path,
@@ -138,15 +164,16 @@ def run_training(
         from longscan.scanning.checkpoint import load_checkpoint
 
         initial, info = load_checkpoint(Path(args.init_from))
-        if not isinstance(initial, ScannerModel):
-            raise ValueError(f"{args.init_from} is an ensemble; start from one of its members")
         if info.encoder != train_set.manifest["encoder"]:
             raise ValueError(
                 f"{args.init_from} reads {info.encoder} vectors, the data has "
                 f"{train_set.manifest['encoder']}"
             )
         args.model = initial.config
-    model, history = train(args, train_set, dev_set, progress, initial=initial)
+    if isinstance(initial, ScannerEnsemble):
+        model, history = fine_tune_members(args, train_set, dev_set, progress, initial)
+    else:
+        model, history = train(args, train_set, dev_set, progress, initial=initial)
     report = {
         "longscan_version": __version__,
         "args": args.to_dict(),

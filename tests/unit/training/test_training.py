@@ -11,7 +11,7 @@ from longscan.documents import Document
 from longscan.encoders import get_encoder
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.models.config import ScannerConfig
-from longscan.models.scanner import ScannerModel
+from longscan.models.scanner import ScannerEnsemble, ScannerModel
 from longscan.scanning import N_FEATURES, load_checkpoint, save_checkpoint
 from longscan.training import TrainingArgs, TrainingSet, build_training_set, train, weighted_bce
 from longscan.training.data import (
@@ -140,6 +140,14 @@ def test_run_training_writes_a_loadable_checkpoint_and_reuses_cached_data(tmp_pa
     assert info.encoder == "all-MiniLM-L6-v2/ctx256"
     assert (tmp_path / "b" / "MODEL_CARD.md").read_text().startswith("# longscan scanner")
     assert_combined(tmp_path / "b", tmp_path / "c", tmp_path / "ens")
+    tune = replace(args, init_from=str(tmp_path / "ens"))  # fine-tunes every member
+    tuned = run_training(tune, tmp_path / "tuned", progress=False, data_cache=tmp_path / "data")
+    assert [row["epoch"] for row in tuned["dev_metrics"]] == ["1 (member 0)", "1 (member 1)"]
+    before, after = load_checkpoint(tmp_path / "ens")[0], load_checkpoint(tmp_path / "tuned")[0]
+    assert isinstance(after, ScannerEnsemble) and len(after.members) == 2
+    for old, new in zip(before.members, after.members, strict=True):
+        pairs = zip(old.parameters(), new.parameters(), strict=True)
+        assert any(not torch.equal(a, b) for a, b in pairs)
 
 
 def assert_combined(first: Path, second: Path, out: Path) -> None:
