@@ -2,7 +2,9 @@
 
 Dense vectors blur exact names and numbers, which decide many questions; these features give
 the scanner the lexical signal (BM25 and query-term coverage) and the document structure
-(paragraph starts and positions) at every step, computed in milliseconds per query.
+(paragraph starts and positions) at every step, computed in milliseconds per query. A first
+pass (BM25 + dense) also feeds its best sentences back: their new terms, mean vector and
+capitalised names point at the second hop of multi-hop questions.
 """
 
 from __future__ import annotations
