@@ -1,6 +1,7 @@
 """Scanner speed and memory against every baseline, measured in one run.
 
-    python benchmarks/speed.py [--data-dir ../shared/data] [--threads 2] [--repeats 3]
+    python benchmarks/speed.py [--data-dir ../shared/data] [--threads 2] [--repeats 3] \
+        [--checkpoint DIR]
 
 Builds documents of 100k, 400k and 1M tokens from the Loong corpus (real financial reports
 and papers; tokens = MiniLM word pieces), then measures in fresh subprocesses (so peak RSS
@@ -21,6 +22,7 @@ from longscan.retrievers import BASELINES
 
 CHILD = r"""
 import json, os, resource, sys, time
+from pathlib import Path
 import torch
 torch.set_num_threads(int(os.environ["THREADS"]))
 from longscan.documents import Document
@@ -33,7 +35,9 @@ query = "What was the total revenue reported for the fiscal year?"
 kind = os.environ["KIND"]
 document.sentences  # segmentation is shared by every retriever; timed separately
 if kind == "scanner":
-    retriever = ScannerRetriever(Scanner.from_pretrained(mode=os.environ.get("MODE", "stream")))
+    checkpoint = os.environ.get("CHECKPOINT")
+    scanner = Scanner.from_pretrained(checkpoint and Path(checkpoint), mode=os.environ["MODE"])
+    retriever = ScannerRetriever(scanner)
 else:
     retriever = get_retriever(kind)
 from longscan.encoders import get_encoder
@@ -65,9 +69,12 @@ def corpus_text(data_dir: Path, tokens: int) -> str:
     raise ValueError(f"the corpus holds fewer than {tokens:,} tokens")
 
 
-def measure(doc: Path, kind: str, threads: int, mode: str = "stream") -> dict:
+def measure(
+    doc: Path, kind: str, threads: int, mode: str = "stream", checkpoint: Path | None = None
+) -> dict:
     with tempfile.TemporaryDirectory() as cache:
         env = {
+            **({} if checkpoint is None else {"CHECKPOINT": str(checkpoint.resolve())}),
             "DOC": str(doc),
             "KIND": kind,
             "THREADS": str(threads),
@@ -84,10 +91,17 @@ def measure(doc: Path, kind: str, threads: int, mode: str = "stream") -> dict:
         return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure_best(doc: Path, kind: str, threads: int, repeats: int, mode: str = "stream") -> dict:
+def measure_best(
+    doc: Path,
+    kind: str,
+    threads: int,
+    repeats: int,
+    mode: str = "stream",
+    checkpoint: Path | None = None,
+) -> dict:
     """The fastest of ``repeats`` fresh-process measurements (times are minima, the peak RSS
     the maximum): on 2 shared cores a single run can be 15% slow for reasons outside it."""
-    runs = [measure(doc, kind, threads, mode) for _ in range(repeats)]
+    runs = [measure(doc, kind, threads, mode, checkpoint) for _ in range(repeats)]
     best = min(runs, key=lambda run: run["first"])
     return {
         **best,
@@ -132,6 +146,7 @@ def main() -> None:
         help="Only time the scanner's first scan at 100k and 400k tokens, N times each "
         "(fresh process and cache every time), and print each run's ratio.",
     )
+    parser.add_argument("--checkpoint", type=Path, help="Scanner checkpoint (default: shipped).")
     args = parser.parse_args()
     if args.ratio_only:
         time_ratio(args.data_dir, args.threads, args.ratio_only)
@@ -142,10 +157,11 @@ def main() -> None:
             doc = Path(folder) / f"doc{size}.txt"
             doc.write_text(corpus_text(args.data_dir, size), encoding="utf-8")
             repeats = args.repeats if size <= 400_000 else 1
-            row = {"scanner": measure_best(doc, "scanner", args.threads, repeats)}
+            scan = measure_best(doc, "scanner", args.threads, repeats, checkpoint=args.checkpoint)
+            row = {"scanner": scan}
             if size <= 100_000:
                 row["scanner-sliding"] = measure_best(
-                    doc, "scanner", args.threads, repeats, "sliding"
+                    doc, "scanner", args.threads, repeats, "sliding", args.checkpoint
                 )
                 for name in BASELINES:
                     row[name] = measure_best(doc, name, args.threads, repeats)
