@@ -90,9 +90,9 @@ def test_paragraph_features_spread_the_best_match_over_the_paragraph() -> None:
     assert dense[0] == dense[1] and dense[4] != dense[0]
 
 
-def test_feedback_features_follow_the_bridge_entity() -> None:
-    """The question never names Shirley Temple; the best first-pass sentence does, so the
-    feedback column finds her paragraph, and sentences sharing no fed-back term get 0."""
+def bridge_columns() -> dict[str, np.ndarray]:
+    """Every feature column of a two-hop document: the question never names Shirley Temple,
+    the first hop does, and the second hop's paragraph is about her."""
     document = Document(
         "d",
         "Kiss and Tell is a 1945 film starring Shirley Temple as Corliss Archer.\n\n"
@@ -103,7 +103,13 @@ def test_feedback_features_follow_the_bridge_entity() -> None:
     vectors = np.eye(n, 8, dtype=np.float32)  # orthogonal: dense ranks only the query's own
     query = "What post did the woman who portrayed Corliss Archer in Kiss and Tell hold?"
     features = LexicalFeatures().for_scan(query, [document], vectors, vectors[0])
-    column = {name: features[:, i] for i, name in enumerate(FEATURE_NAMES)}
+    return {name: features[:, i] for i, name in enumerate(FEATURE_NAMES)}
+
+
+def test_feedback_features_follow_the_bridge_entity() -> None:
+    """The best first-pass sentence names Shirley Temple, so the feedback column finds her
+    paragraph, and sentences sharing no fed-back term get 0."""
+    column = bridge_columns()
     assert column["bm25_over_max"][3] == 0  # no question word in "Shirley Temple Black ..."
     assert column["feedback_bm25"][3] > 0  # but the first hop's new words are
     assert column["feedback_bm25"][4] == 0  # "She served as Chief of Protocol." shares none
@@ -111,20 +117,10 @@ def test_feedback_features_follow_the_bridge_entity() -> None:
 
 
 def test_name_features_follow_the_bridge_name_through_its_paragraph() -> None:
-    """The first hop names "Shirley Temple"; the second hop's paragraph ("Shirley Temple
-    Black ...") mentions her and gets the bridge columns, its pronoun-only sentence through
-    the paragraph column; the query's own names mark their paragraph."""
-    document = Document(
-        "d",
-        "Kiss and Tell is a 1945 film starring Shirley Temple as Corliss Archer.\n\n"
-        "Ships sail from harbours at dawn. Sailors mend nets.\n\n"
-        "Shirley Temple Black was an actress and diplomat. She served as Chief of Protocol.",
-    )
-    n = len(document.sentences)
-    vectors = np.eye(n, 8, dtype=np.float32)
-    query = "What post did the woman who portrayed Corliss Archer in Kiss and Tell hold?"
-    features = LexicalFeatures().for_scan(query, [document], vectors, vectors[0])
-    column = {name: features[:, i] for i, name in enumerate(FEATURE_NAMES)}
+    """The second hop's paragraph ("Shirley Temple Black ...") mentions the first hop's name
+    and gets the bridge columns, its pronoun-only sentence through the paragraph column; the
+    query's own names mark their paragraph."""
+    column = bridge_columns()
     bridge, paragraph = column["bridge_name"], column["bridge_name_paragraph"]
     assert bridge[3] > 0 and bridge[4] == 0  # "She served ..." names no one fed back
     assert paragraph[3] == paragraph[4] == bridge[3]
