@@ -151,9 +151,8 @@ class LexicalFeatures:
         """
         runs = paragraph_runs(features)
         presence = _TermPresence(index.bm25)
-        query_names = [terms for terms in name_terms([query]) if terms]
-        bridges = [t for t in name_terms(fed_back_texts) if t and not set(t) <= asked]
-        in_query = presence.rarest_mention(query_names, runs)
+        bridges = [t for t in name_terms(fed_back_texts) if not set(t) <= asked]  # () is too
+        in_query = presence.rarest_mention(name_terms([query]), runs)
         bridge = presence.rarest_mention(bridges, runs)
         features[:, FEATURE_NAMES.index("query_name_paragraph")] = paragraph_max(in_query, runs)
         features[:, FEATURE_NAMES.index("bridge_name")] = bridge
