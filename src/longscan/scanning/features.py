@@ -178,8 +178,9 @@ class LexicalFeatures:
             if best > 0:
                 features[:, 0] = scores / best
                 features[:, 1] = np.where(scores > 0, rank_feature(scores), 0)
-        for term in known:  # BM25's idf is positive, so a score > 0 means the term is there
-            features[:, 2] += np.asarray(index.bm25.get_scores([term])) > 0
+        presence = _TermPresence(index.bm25)
+        for term in known:
+            features[:, 2] += presence.of(term)
         if query_terms:
             features[:, 2] /= len(query_terms)
         return features
