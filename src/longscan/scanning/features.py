@@ -4,7 +4,9 @@ Dense vectors blur exact names and numbers, which decide many questions; these f
 the scanner the lexical signal (BM25 and query-term coverage) and the document structure
 (paragraph starts and positions) at every step, computed in milliseconds per query. A first
 pass (BM25 + dense) also feeds its best sentences back: their new terms, mean vector and
-capitalised names point at the second hop of multi-hop questions.
+capitalised names point at the second hop of multi-hop questions. The first pass's best
+sentences are also matched word by word against the query (late interaction over MiniLM's
+token states), which tells the scanner which close candidate actually answers.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from longscan.documents import Document
+from longscan.encoders.minilm import SentenceEncoder
 from longscan.retrievers.bm25 import build_index, tokenize
 from longscan.retrievers.hybrid import ranks_of
 
@@ -38,8 +41,13 @@ FEATURE_NAMES = (
     "query_name_paragraph",  # the paragraph mentions a capitalised name of the query (rarity)
     "bridge_name",  # the sentence mentions a name the best first-pass sentences add (rarity)
     "bridge_name_paragraph",  # the best bridge_name in the sentence's paragraph
+    "token_match",  # MaxSim of the query's tokens in the sentence's, first-pass candidates only
+    "token_match_rank",  # rank of token_match among the candidates, 0 for other sentences
 )
 FEEDBACK_SENTENCES = 3  # the first-pass sentences whose words, vectors and names are fed back
+TOKEN_MATCH_CANDIDATES = 20  # first-pass sentences matched token by token against the query
+TOKEN_MATCH_MAX_TOKENS = 48  # word pieces of a candidate matched (about two lines of text)
+TOKEN_CACHE_SIZE = 2048  # sentences whose token states are kept (re-queries, training)
 MAX_NAMES = 32  # names taken from the query or the fed-back sentences (bounds a huge query)
 # lower-case words that join a name: "Bank of England", "Ludwig van Beethoven"
 NAME_LINKS = frozenset(["of", "the", "de", "du", "da", "del", "der", "van", "von", "la", "le"])
@@ -57,11 +65,19 @@ class _DocumentIndex:
 
 
 class LexicalFeatures:
-    """Computes ``(n_sentences, N_FEATURES)`` features; per-document indexes are cached."""
+    """Computes ``(n_sentences, N_FEATURES)`` features; per-document indexes are cached.
 
-    def __init__(self, max_cached: int = 64) -> None:
+    Args:
+        encoder: The sentence encoder whose token states give ``token_match``; without one,
+            ``for_scan`` can only fill the columns before it.
+        max_cached: Document indexes kept.
+    """
+
+    def __init__(self, encoder: SentenceEncoder | None = None, max_cached: int = 64) -> None:
         self._indexes: OrderedDict[str, _DocumentIndex] = OrderedDict()
         self.max_cached = max_cached
+        self.encoder = encoder
+        self._tokens: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _index(self, documents: Sequence[Document]) -> _DocumentIndex:
         key = "\x1f".join(document.content_hash for document in documents)
@@ -83,6 +99,7 @@ class LexicalFeatures:
         documents: Sequence[Document],
         vectors: np.ndarray,
         query_vector: np.ndarray,
+        columns: int = N_FEATURES,
     ) -> np.ndarray:
         """Every feature column, exactly as the scanner reads them; training and inference
         both come here, so the two cannot drift apart.
@@ -90,12 +107,54 @@ class LexicalFeatures:
         Args:
             vectors: ``(n_sentences, d)`` sentence vectors of ``documents``, in order.
             query_vector: ``(d,)``.
+            columns: How many leading columns the caller reads (a checkpoint trained on
+                fewer); the token-match columns, the one costly step, are skipped when unread.
+
+        Raises:
+            ValueError: the token-match columns are read but no encoder was given.
         """
         features = self.compute(query, documents)
         add_dense_rank(features, vectors, query_vector)
         add_paragraph_features(features, vectors, query_vector)
         self._add_feedback(features, query, documents, vectors)
+        if columns > FEATURE_NAMES.index("token_match") and len(vectors):
+            self._add_token_match(features, query, documents)
         return features
+
+    def _add_token_match(
+        self, features: np.ndarray, query: str, documents: Sequence[Document]
+    ) -> None:
+        """Fill ``token_match`` and ``token_match_rank`` for the first pass's best sentences.
+
+        Among close candidates, BM25 counts shared words and the dense cosine compares
+        whole-sentence averages; neither checks that each word of the question finds its
+        counterpart ("invaded" ~ "invasion", "year" ~ "1066"). MaxSim does: the mean over
+        query tokens of the best cosine with any sentence token. Only a few candidates are
+        encoded, so a re-query stays cheap.
+        """
+        if self.encoder is None:
+            raise ValueError("the token_match features need the sentence encoder")
+        top = np.sort(_first_pass(features)[:TOKEN_MATCH_CANDIDATES])
+        texts = _sentence_texts_at(documents, top)
+        query_tokens, *candidates = self._token_vectors([query, *texts])
+        match = np.array([max_sim(query_tokens, tokens) for tokens in candidates])
+        features[top, FEATURE_NAMES.index("token_match")] = match
+        features[top, FEATURE_NAMES.index("token_match_rank")] = rank_feature(match)
+
+    def _token_vectors(self, texts: list[str]) -> list[np.ndarray]:
+        """Token states of ``texts``, each encoded once while it stays in the cache."""
+        assert self.encoder is not None
+        missing = list(dict.fromkeys(t for t in texts if t not in self._tokens))
+        encoded = self.encoder.token_vectors(missing, TOKEN_MATCH_MAX_TOKENS)
+        for text, tokens in zip(missing, encoded, strict=True):
+            self._tokens[text] = tokens
+        result = []
+        for text in texts:
+            self._tokens.move_to_end(text)
+            result.append(self._tokens[text])
+        while len(self._tokens) > TOKEN_CACHE_SIZE:
+            self._tokens.popitem(last=False)
+        return result
 
     def _add_feedback(
         self,
@@ -114,11 +173,7 @@ class LexicalFeatures:
         """
         if not len(vectors):
             return
-        first_pass = (
-            features[:, FEATURE_NAMES.index("bm25_rank")]
-            + features[:, FEATURE_NAMES.index("dense_rank")]
-        )
-        top = np.sort(np.argsort(-first_pass, kind="stable")[:FEEDBACK_SENTENCES])
+        top = np.sort(_first_pass(features)[:FEEDBACK_SENTENCES])
         index = self._index(documents)
         texts = _sentence_texts_at(documents, top)
         asked = set(tokenize([query])[0])
@@ -184,6 +239,23 @@ class LexicalFeatures:
         if query_terms:
             features[:, 2] /= len(query_terms)
         return features
+
+
+def max_sim(query: np.ndarray, sentence: np.ndarray) -> float:
+    """Late interaction of unit token vectors ``(q, d)`` and ``(s, d)``: the mean over query
+    tokens of their best cosine in the sentence (0 when either has no token)."""
+    if not len(query) or not len(sentence):
+        return 0.0
+    return float((query @ sentence.T).max(axis=1).mean())
+
+
+def _first_pass(features: np.ndarray) -> np.ndarray:
+    """Sentence positions, best first, by BM25 rank + dense rank (a hybrid first pass)."""
+    first_pass = (
+        features[:, FEATURE_NAMES.index("bm25_rank")]
+        + features[:, FEATURE_NAMES.index("dense_rank")]
+    )
+    return np.argsort(-first_pass, kind="stable")
 
 
 def _sentence_texts_at(documents: Sequence[Document], positions: np.ndarray) -> list[str]:

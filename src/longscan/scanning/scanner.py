@@ -19,7 +19,7 @@ import torch
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, default_cache_dir
 from longscan.encoders.contextual import ContextualSentenceEncoder, Progress
-from longscan.encoders.minilm import get_encoder
+from longscan.encoders.minilm import bound_allocator, get_encoder
 from longscan.scanning.checkpoint import CheckpointInfo, ScanNetwork, load_checkpoint
 from longscan.scanning.features import LexicalFeatures
 
@@ -81,6 +81,7 @@ class Scanner:
     ) -> None:
         if mode not in ("stream", "sliding"):
             raise ValueError(f"unknown scan mode {mode!r}; use 'stream' or 'sliding'")
+        bound_allocator()  # streaming a long document keeps peak memory flat
         self.model = model.eval()
         self.info = info
         self.cache = cache or EmbeddingCache(default_cache_dir() / "sentences")
@@ -93,7 +94,7 @@ class Scanner:
                 f"the checkpoint was trained on {info.encoder!r} vectors, "
                 f"this scanner makes {self.encoder.name!r}"
             )
-        self.features = LexicalFeatures()
+        self.features = LexicalFeatures(self.encoder.encoder)
 
     @classmethod
     def from_pretrained(cls, directory: Path | None = None, **kwargs: object) -> Scanner:
@@ -119,8 +120,9 @@ class Scanner:
         if len(vectors) == 0:
             return np.zeros(0)
         query_vector = self.query_vector(query)
-        features = self.features.for_scan(query, documents, vectors, query_vector)
-        features = features[:, : self.model.config.n_features]  # what the checkpoint was trained on
+        columns = self.model.config.n_features  # what the checkpoint was trained on
+        features = self.features.for_scan(query, documents, vectors, query_vector, columns)
+        features = features[:, :columns]
         if self.mode == "stream":
             return self._scan(vectors, query_vector, features)
         tokens = np.concatenate([np.diff(d.sentences, axis=1)[:, 0] for d in documents])

@@ -293,7 +293,7 @@ def _assemble(
     cache: EmbeddingCache | None = None,
 ) -> TrainingSet:
     """Encode documents and queries once, compute each example's features: the tensors."""
-    features = LexicalFeatures(max_cached=4)
+    features = LexicalFeatures(encoder.encoder, max_cached=4)
     vectors = [
         torch.from_numpy(encoder.cached_vectors(document, cache))
         for document in tqdm(doc_list, desc=f"encoding {split} documents", disable=not progress)
@@ -307,7 +307,12 @@ def _assemble(
         torch.from_numpy(
             features.for_scan(query, [doc_list[index]], vectors[index].numpy(), query_vector)
         )
-        for (query, index, _, _), query_vector in zip(examples, queries.numpy(), strict=True)
+        for (query, index, _, _), query_vector in tqdm(
+            zip(examples, queries.numpy(), strict=True),
+            total=len(examples),
+            desc=f"features of {split} examples",
+            disable=not progress,
+        )
     ]
     manifest.update(
         examples=len(examples),

@@ -20,6 +20,7 @@ from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.encoders.minilm import get_encoder
 from longscan.models.scanner import ScannerEnsemble
 from longscan.scanning.checkpoint import save_checkpoint
+from longscan.scanning import features as features_module
 from longscan.scanning.features import FEATURE_NAMES
 from longscan.training.args import TrainingArgs
 from longscan.training.card import model_card
@@ -47,7 +48,8 @@ def _data_key(args: TrainingArgs) -> str:
         args.decontamination_threshold,
         DEV_EXAMPLES_PER_SOURCE,
         args.sentence_labels,
-        FEATURE_NAMES,  # the cached data holds every feature column
+        FEATURE_NAMES,  # the cached data holds every feature column,
+        _file_digest(Path(features_module.__file__)),  # computed by this code
         tuple(_file_digest(Path(path)) for path in args.synthetic),
         __version__,
     )

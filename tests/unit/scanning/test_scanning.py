@@ -5,9 +5,16 @@ import pytest
 
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache
+from longscan.encoders.minilm import get_encoder
 from longscan.retrievers.scanner import ScannerRetriever
 from longscan.scanning import Scanner, SlidingWindow
-from longscan.scanning.features import FEATURE_NAMES, LexicalFeatures, capitalised_names
+from longscan.scanning.features import (
+    FEATURE_NAMES,
+    TOKEN_MATCH_CANDIDATES,
+    LexicalFeatures,
+    capitalised_names,
+    max_sim,
+)
 
 
 def test_streaming_equals_one_full_pass(tiny_scanner: Scanner, novel: Document) -> None:
@@ -82,7 +89,7 @@ def test_paragraph_features_spread_the_best_match_over_the_paragraph() -> None:
     )
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(len(document.sentences), 8)).astype(np.float32)
-    features = LexicalFeatures().for_scan("where did the cat sit", [document], vectors, vectors[2])
+    features = LexicalFeatures(get_encoder()).for_scan("where did the cat sit", [document], vectors, vectors[2])
     column = {name: features[:, i] for i, name in enumerate(FEATURE_NAMES)}
     assert list(column["paragraph_bm25"]) == [1, 1, 0, 0, 0]  # "It purred." shares the match
     dense = column["paragraph_dense_rank"]
@@ -102,7 +109,7 @@ def bridge_columns() -> dict[str, np.ndarray]:
     n = len(document.sentences)
     vectors = np.eye(n, 8, dtype=np.float32)  # orthogonal: dense ranks only the query's own
     query = "What post did the woman who portrayed Corliss Archer in Kiss and Tell hold?"
-    features = LexicalFeatures().for_scan(query, [document], vectors, vectors[0])
+    features = LexicalFeatures(get_encoder()).for_scan(query, [document], vectors, vectors[0])
     return {name: features[:, i] for i, name in enumerate(FEATURE_NAMES)}
 
 
@@ -143,7 +150,45 @@ def test_names_weigh_by_rarity() -> None:
     )
     vectors = np.eye(len(document.sentences), 8, dtype=np.float32)
     query = "Did Alice Smith meet Bob Jones?"
-    features = LexicalFeatures().for_scan(query, [document], vectors, vectors[0])
+    features = LexicalFeatures(get_encoder()).for_scan(query, [document], vectors, vectors[0])
     in_query = features[:, FEATURE_NAMES.index("query_name_paragraph")]
     assert in_query[0] == pytest.approx(1.0)  # Bob Jones: one paragraph of three
     assert 0 < in_query[1] == in_query[2] < 0.25  # Alice Smith: all three
+
+
+def test_token_match_scores_first_pass_candidates_word_by_word() -> None:
+    """The sentence whose words answer the question's words one by one outscores one that
+    only shares a name; sentences outside the first pass's candidates get 0."""
+    filler = " ".join(f"Filler sentence {i} talks about weather." for i in range(30))
+    document = Document(
+        "d",
+        "The Normans invaded England in 1066.\n\nThe Normans liked bread.\n\n" + filler,
+    )
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(len(document.sentences), 8)).astype(np.float32)
+    features = LexicalFeatures(get_encoder()).for_scan(
+        "When did the Normans invade England?", [document], vectors, vectors[5]
+    )
+    match = features[:, FEATURE_NAMES.index("token_match")]
+    match_rank = features[:, FEATURE_NAMES.index("token_match_rank")]
+    assert match[0] > match[1] > 0
+    assert match_rank[0] == match_rank.max() == pytest.approx(1.0)
+    assert (match > 0).sum() == TOKEN_MATCH_CANDIDATES < len(document.sentences)
+
+
+def test_token_match_needs_the_encoder_only_when_read() -> None:
+    document = Document("d", "Paris is the capital of France. Berlin is in Germany.")
+    vectors = np.eye(2, 8, dtype=np.float32)
+    query = "capital of France"
+    with pytest.raises(ValueError, match="sentence encoder"):
+        LexicalFeatures().for_scan(query, [document], vectors, vectors[0])
+    columns = FEATURE_NAMES.index("token_match")
+    features = LexicalFeatures().for_scan(query, [document], vectors, vectors[0], columns)
+    assert features[:, columns:].max() == 0
+
+
+def test_max_sim() -> None:
+    query = np.array([[1.0, 0.0], [0.0, 1.0]])
+    assert max_sim(query, np.array([[1.0, 0.0]])) == pytest.approx(0.5)
+    assert max_sim(query, query) == pytest.approx(1.0)
+    assert max_sim(query, np.zeros((0, 2))) == 0.0
