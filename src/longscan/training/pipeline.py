@@ -19,8 +19,8 @@ from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.encoders.minilm import get_encoder
 from longscan.models.scanner import ScannerEnsemble
-from longscan.scanning.checkpoint import save_checkpoint
 from longscan.scanning import features as features_module
+from longscan.scanning.checkpoint import save_checkpoint
 from longscan.scanning.features import FEATURE_NAMES
 from longscan.training.args import TrainingArgs
 from longscan.training.card import model_card

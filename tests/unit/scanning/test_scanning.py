@@ -89,7 +89,8 @@ def test_paragraph_features_spread_the_best_match_over_the_paragraph() -> None:
     )
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(len(document.sentences), 8)).astype(np.float32)
-    features = LexicalFeatures(get_encoder()).for_scan("where did the cat sit", [document], vectors, vectors[2])
+    query = "where did the cat sit"
+    features = LexicalFeatures(get_encoder()).for_scan(query, [document], vectors, vectors[2])
     column = {name: features[:, i] for i, name in enumerate(FEATURE_NAMES)}
     assert list(column["paragraph_bm25"]) == [1, 1, 0, 0, 0]  # "It purred." shares the match
     dense = column["paragraph_dense_rank"]
