@@ -116,13 +116,18 @@ class LexicalFeatures:
         features = self.compute(query, documents)
         add_dense_rank(features, vectors, query_vector)
         add_paragraph_features(features, vectors, query_vector)
-        self._add_feedback(features, query, documents, vectors)
+        first_pass = _first_pass(features)
+        self._add_feedback(features, query, documents, vectors, first_pass)
         if columns > FEATURE_NAMES.index("token_match") and len(vectors):
-            self._add_token_match(features, query, documents)
+            self._add_token_match(features, query, documents, first_pass)
         return features
 
     def _add_token_match(
-        self, features: np.ndarray, query: str, documents: Sequence[Document]
+        self,
+        features: np.ndarray,
+        query: str,
+        documents: Sequence[Document],
+        first_pass: np.ndarray,
     ) -> None:
         """Fill ``token_match`` and ``token_match_rank`` for the first pass's best sentences.
 
@@ -134,7 +139,7 @@ class LexicalFeatures:
         """
         if self.encoder is None:
             raise ValueError("the token_match features need the sentence encoder")
-        top = np.sort(_first_pass(features)[:TOKEN_MATCH_CANDIDATES])
+        top = np.sort(first_pass[:TOKEN_MATCH_CANDIDATES])
         texts = _sentence_texts_at(documents, top)
         query_tokens, *candidates = self._token_vectors([query, *texts])
         match = np.array([max_sim(query_tokens, tokens) for tokens in candidates])
@@ -162,8 +167,10 @@ class LexicalFeatures:
         query: str,
         documents: Sequence[Document],
         vectors: np.ndarray,
+        first_pass: np.ndarray,
     ) -> None:
-        """Fill the pseudo-relevance-feedback columns (``feedback_*``, ``*name*``).
+        """Fill the pseudo-relevance-feedback columns (``feedback_*``, ``*name*``) from the
+        best sentences of ``first_pass`` (positions, best first: ``_first_pass``).
 
         Multi-hop evidence often shares no word with the question: it is about an entity
         that only the first hop names ("... starring Shirley Temple"). The best sentences of
@@ -173,7 +180,7 @@ class LexicalFeatures:
         """
         if not len(vectors):
             return
-        top = np.sort(_first_pass(features)[:FEEDBACK_SENTENCES])
+        top = np.sort(first_pass[:FEEDBACK_SENTENCES])
         index = self._index(documents)
         texts = _sentence_texts_at(documents, top)
         asked = set(tokenize([query])[0])
