@@ -56,7 +56,9 @@ def main() -> None:
     tokens = sum(
         len(ids)
         for d in documents
-        for ids in tokenizer(d.sentence_texts(), add_special_tokens=False)["input_ids"]
+        for ids in tokenizer(d.sentence_texts(), add_special_tokens=False, verbose=False)[
+            "input_ids"
+        ]
     )
     reference = None
     print(f"{len(documents)} documents, {tokens:,} tokens, {len(items)} questions\n")

@@ -62,7 +62,7 @@ def corpus_text(data_dir: Path, tokens: int) -> str:
     for path in files:
         text = path.read_text(encoding="utf-8", errors="replace")
         for paragraph in text.split("\n\n"):
-            count += len(tokenizer(paragraph, add_special_tokens=False)["input_ids"])
+            count += len(tokenizer(paragraph, add_special_tokens=False, verbose=False)["input_ids"])
             pieces.append(paragraph)
             if count >= tokens:
                 return "\n\n".join(pieces)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from longscan.scanning.features import FEATURE_NAMES
+
 
 def model_card(report: dict[str, Any], command: str) -> str:
     """Markdown: what the weights are, the data, the command, seed, time and dev metrics."""
@@ -12,6 +14,7 @@ def model_card(report: dict[str, Any], command: str) -> str:
     train = report["train_manifest"]
     dev = report["dev_manifest"]
     direction = "bidirectional" if model["bidirectional"] else "causal"
+    features = ", ".join(FEATURE_NAMES[: model["n_features"]])
     musique = (
         "MuSiQue sentence answering each hop"
         if args.get("sentence_labels")
@@ -31,9 +34,10 @@ def model_card(report: dict[str, Any], command: str) -> str:
     return f"""# longscan scanner ({direction}, MiniLM sentence vectors)
 
 A sentence-level Mamba-2 scanner: {model["n_layers"]} layers per direction, d_model
-{model["d_model"]}, d_state {model["d_state"]}, {model["n_features"]} lexical/structural
-features per step, over contextual all-MiniLM-L6-v2 sentence vectors (paragraph-aligned
-256-token windows). Trained from scratch on CPU by longscan {report["longscan_version"]}.
+{model["d_model"]}, d_state {model["d_state"]}, {model["n_features"]} per-sentence features
+per step ({features}), over contextual all-MiniLM-L6-v2 sentence vectors
+(paragraph-aligned 256-token windows). Trained from scratch on CPU by longscan
+{report["longscan_version"]}.
 
 ## Command and seed
 

@@ -12,7 +12,7 @@ from longscan.encoders import get_encoder
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.models.config import ScannerConfig
 from longscan.models.scanner import ScannerEnsemble, ScannerModel
-from longscan.scanning import N_FEATURES, load_checkpoint, save_checkpoint
+from longscan.scanning import FEATURE_NAMES, N_FEATURES, load_checkpoint, save_checkpoint
 from longscan.training import TrainingArgs, TrainingSet, build_training_set, train, weighted_bce
 from longscan.training.data import (
     CleanParagraphs,
@@ -138,7 +138,8 @@ def test_run_training_writes_a_loadable_checkpoint_and_reuses_cached_data(tmp_pa
     assert sorted((tmp_path / "data" / "vectors").iterdir()) == vectors
     model, info = load_checkpoint(tmp_path / "b")
     assert info.encoder == "all-MiniLM-L6-v2/ctx256"
-    assert (tmp_path / "b" / "MODEL_CARD.md").read_text().startswith("# longscan scanner")
+    card = (tmp_path / "b" / "MODEL_CARD.md").read_text()
+    assert card.startswith("# longscan scanner") and ", ".join(FEATURE_NAMES) in card
     assert_combined(tmp_path / "b", tmp_path / "c", tmp_path / "ens")
     tune = replace(args, init_from=str(tmp_path / "ens"))  # fine-tunes every member
     tuned = run_training(tune, tmp_path / "tuned", progress=False, data_cache=tmp_path / "data")
