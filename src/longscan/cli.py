@@ -228,6 +228,13 @@ def train_command(
     bidirectional: Annotated[
         bool, typer.Option("--bidirectional/--causal", help="Add the reversed pass.")
     ] = False,
+    read_twice: Annotated[
+        bool,
+        typer.Option(
+            "--read-twice/--read-once",
+            help="Read the document twice and score the second reading (causal only).",
+        ),
+    ] = False,
     feature_skip: Annotated[
         bool,
         typer.Option(
@@ -292,6 +299,7 @@ def train_command(
                 n_layers=layers,
                 n_features=N_FEATURES if features is None else min(features, N_FEATURES),
                 bidirectional=bidirectional,
+                read_twice=read_twice,
                 feature_skip=feature_skip,
                 dropout=dropout,
             ),

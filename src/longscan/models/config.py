@@ -24,6 +24,10 @@ class ScannerConfig:
         n_groups: groups sharing B and C (``ngroups``); must divide the number of heads.
         n_features: extra per-sentence features (e.g. lexical match); 0 for none.
         bidirectional: add a second stack that reads the sentences back to front.
+        read_twice: read ``[q; s1..sn]`` once without scoring, then again from the state the
+            first reading left, scoring the second: every logit sees the whole document, with
+            one stack and one direction ("just read twice", Arora et al. 2024). Needs the
+            whole document up front, like ``bidirectional``; the two are exclusive.
         feature_skip: add a linear score of ``[cos(s, q), features]`` to every logit, so the
             network learns a correction to a lexical+dense prior instead of the whole ranking
             (helps when labelled data is scarce: the prior alone ranks like a tuned hybrid).
@@ -46,6 +50,7 @@ class ScannerConfig:
     n_groups: int = 1
     n_features: int = 0
     bidirectional: bool = False
+    read_twice: bool = False
     feature_skip: bool = False
     dropout: float = 0.0
     dt_min: float = 1e-3
@@ -63,9 +68,11 @@ class ScannerConfig:
                 raise ValueError(f"{name} must be a positive integer; got {value!r}")
         if not isinstance(self.n_features, int) or self.n_features < 0:
             raise ValueError(f"n_features must be an integer >= 0; got {self.n_features!r}")
-        for name in ("bidirectional", "feature_skip"):
+        for name in ("bidirectional", "read_twice", "feature_skip"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool; got {getattr(self, name)!r}")
+        if self.bidirectional and self.read_twice:
+            raise ValueError("bidirectional and read_twice are exclusive: choose one")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1); got {self.dropout!r}")
         if self.d_inner % self.headdim:

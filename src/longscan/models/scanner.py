@@ -307,7 +307,8 @@ class ScannerModel(nn.Module):
     3. ``n_layers`` Mamba-2 blocks run causally over ``[q; s_1..s_n]``.
     4. If ``bidirectional``, a second stack runs over ``[q; s_n..s_1]`` (each item's real
        sentences reversed, padding left at the end) and the two are merged:
-       ``Linear(cat[h_fwd, h_rev])``.
+       ``Linear(cat[h_fwd, h_rev])``. If ``read_twice``, the stack first reads
+       ``[q; s_1..s_n]`` without scoring, then reads it again from the state it left.
     5. Final RMSNorm and a linear head give one logit per sentence; the query step has none.
     6. If ``feature_skip``, a linear score of ``[cos(s, q), features]`` is added to each
        logit (a wide path beside the deep one).
@@ -474,10 +475,10 @@ class ScannerModel(nn.Module):
         self, batch: int, device: torch.device | None = None, dtype: torch.dtype | None = None
     ) -> ScannerState:
         """A fresh streaming state for a causal model (the next window starts with the query)."""
-        if self.config.bidirectional:
+        if self.config.bidirectional or self.config.read_twice:
             raise ValueError(
-                "a bidirectional scanner cannot be continued window by window through "
-                "forward(state=...); use scan(), which streams both directions"
+                "a bidirectional or read-twice scanner cannot be continued window by window "
+                "through forward(state=...); use scan(), which streams the whole document"
             )
         layers = [blk.mixer.allocate_state(batch, device, dtype) for blk in self.layers]
         return ScannerState(layers=layers, n_steps=0)
@@ -511,13 +512,17 @@ class ScannerModel(nn.Module):
 
         Returns:
             :class:`ScannerOutput` with ``logits`` ``(b, l)`` and, for a causal model, the
-            ``state`` to continue from (None for a bidirectional model).
+            ``state`` to continue from (None for a bidirectional or read-twice model).
         """
         if window < 1:
             raise ValueError(f"window must be >= 1; got {window}")
         mask = self._check_inputs(sentences, query, features, mask)
-        if state is not None and self.config.bidirectional:
-            raise ValueError("state= is for causal models; a bidirectional model uses scan()")
+        whole = self.config.bidirectional or self.config.read_twice
+        if state is not None and whole:
+            raise ValueError(
+                "state= is for single-pass causal models; a bidirectional or read-twice model "
+                "uses scan()"
+            )
         b, seqlen, _ = sentences.shape
         n_layers = self.config.n_layers
         args = (sentences, query, features, mask, window)
@@ -525,27 +530,30 @@ class ScannerModel(nn.Module):
         bidirectional = self.config.bidirectional
         if seqlen == 0:
             logits = sentences.new_zeros(b, 0)
-            new_state = None if bidirectional else (state or self.allocate_state(b))
+            new_state = None if whole else (state or self.allocate_state(b))
             return ScannerOutput(logits=logits, state=new_state)
 
         # 1-3. Interaction embedding, query step (only at the start of a document), causal
         # stack, block by block. A causal model scores each block at once (5.); a
-        # bidirectional one keeps the top hidden vectors, (b, l, d_model), for the merge.
+        # bidirectional one keeps the top hidden vectors, (b, l, d_model), for the merge; a
+        # read-twice one scores only its second reading.
         fresh = state is None or state.n_steps == 0
         states = [None] * n_layers if state is None else list(state.layers)
+        if self.config.read_twice:  # the first reading only leaves its state
+            for _ in self._windows(self.layers, *args, states, True):
+                pass
         parts = [
             h if bidirectional else self._logits(h)
             for _, _, h in self._windows(self.layers, *args, states, fresh)
         ]
         n_steps = (0 if state is None else state.n_steps) + seqlen + int(fresh)
-        new_state = ScannerState(layers=states, n_steps=n_steps)
+        new_state = None if whole else ScannerState(layers=states, n_steps=n_steps)
 
         if not bidirectional:
             logits = torch.cat(parts, dim=1)  # (b, l)
         else:
             # 4. Reverse stack over [q; s_len..s_1; padding] with its own state; each window is
             # merged with the forward states of the same sentences, then 5. norm and head.
-            new_state = None
             hidden = torch.cat(parts, dim=1)  # (b, l, d_model)
             rev = reverse_index(mask, b, seqlen, sentences.device)  # (b, l), an involution
             rev_states: list[MixerState | None] = [None] * n_layers
@@ -580,7 +588,9 @@ class ScannerModel(nn.Module):
         stack streams front to back and keeps only its top hidden vectors (``l x d_model``,
         smaller than the input); the reverse stack then streams over ``[q; s_n..s_1]`` with
         its own state, and each of its windows is merged with the stored forward vectors and
-        scored. Either way the logits equal a single full pass (up to float rounding). Call
+        scored. Read twice: the windows run front to back twice, carrying the state, and
+        only the second run is scored. Each way the logits equal a full pass (up to float
+        rounding). Call
         ``model.eval()`` first; dropout would break that equality.
 
         Args:

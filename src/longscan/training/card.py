@@ -14,6 +14,8 @@ def model_card(report: dict[str, Any], command: str) -> str:
     train = report["train_manifest"]
     dev = report["dev_manifest"]
     direction = "bidirectional" if model["bidirectional"] else "causal"
+    if model.get("read_twice"):
+        direction = "causal, read twice"
     features = ", ".join(FEATURE_NAMES[: model["n_features"]])
     musique = (
         "MuSiQue sentence answering each hop"

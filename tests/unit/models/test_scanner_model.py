@@ -28,12 +28,16 @@ def _models():
     torch.manual_seed(0)
     models = {bi: ScannerModel(tiny_config(bidirectional=bi)).eval() for bi in (False, True)}
     models["skip"] = ScannerModel(tiny_config(feature_skip=True)).eval()
+    models["twice"] = ScannerModel(tiny_config(read_twice=True)).eval()
     with torch.no_grad():  # a trained-looking wide path, so the tests see it act
         models["skip"].prior.weight.normal_()
     return models
 
 
-@pytest.fixture(params=[False, True, "skip"], ids=["causal", "bidirectional", "feature-skip"])
+@pytest.fixture(
+    params=[False, True, "skip", "twice"],
+    ids=["causal", "bidirectional", "feature-skip", "read-twice"],
+)
 def model(request, _models):
     return copy.deepcopy(_models[request.param])
 
@@ -122,8 +126,9 @@ def test_causal_forward_with_state_equals_full_pass(_models, windows, kind):
     assert (torch.cat(parts, 1) - full).abs().max() < 1e-4
 
 
-def test_bidirectional_rejects_state(_models):
-    model = _models[True]
+@pytest.mark.parametrize("kind", [True, "twice"], ids=["bidirectional", "read-twice"])
+def test_whole_document_models_reject_state(_models, kind):
+    model = _models[kind]
     sentences, query, features = make_doc(length=5)
     with pytest.raises(ValueError):
         model.allocate_state(2)
@@ -191,6 +196,21 @@ def test_causality_and_query_dependence(_models):
     assert (a - c).abs().max() > 1e-4
 
 
+def test_read_twice_scores_with_the_whole_document(_models):
+    once, twice = _models[False], copy.deepcopy(_models["twice"])
+    sentences, query, features = make_doc(length=37)
+    changed = sentences.clone()
+    changed[:, 20] += 1.0
+    with torch.no_grad():
+        a = twice(sentences, query, features).logits
+        b = twice(changed, query, features).logits
+        twice.load_state_dict(once.state_dict())  # the same weights, read once
+        c = twice(sentences, query, features).logits
+        d = once(sentences, query, features).logits
+    assert (a[:, :20] - b[:, :20]).abs().max() > 1e-4  # earlier logits see sentence 20
+    assert (c - d).abs().max() > 1e-4  # the second reading starts from the first's state
+
+
 def test_backward_reaches_every_parameter(model):
     model.train()
     sentences, query, features = make_doc(length=37)
@@ -250,6 +270,7 @@ def test_config_round_trip():
         dict(dropout=1.0),
         dict(dt_min=0.2, dt_max=0.1),
         dict(n_features=-1),
+        dict(bidirectional=True, read_twice=True),
     ],
 )
 def test_config_rejects_bad_values(bad):
