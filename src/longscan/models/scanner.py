@@ -590,8 +590,7 @@ class ScannerModel(nn.Module):
         its own state, and each of its windows is merged with the stored forward vectors and
         scored. Read twice: the windows run front to back twice, carrying the state, and
         only the second run is scored. Each way the logits equal a full pass (up to float
-        rounding). Call
-        ``model.eval()`` first; dropout would break that equality.
+        rounding). Call ``model.eval()`` first; dropout would break that equality.
 
         Args:
             sentences: ``(b, l, d_input)``.
