@@ -137,8 +137,6 @@ class LexicalFeatures:
         query tokens of the best cosine with any sentence token. Only a few candidates are
         encoded, so a re-query stays cheap.
         """
-        if self.encoder is None:
-            raise ValueError("the token_match features need the sentence encoder")
         top = np.sort(first_pass[:TOKEN_MATCH_CANDIDATES])
         texts = _sentence_texts_at(documents, top)
         query_tokens, *candidates = self._token_vectors([query, *texts])
@@ -148,7 +146,8 @@ class LexicalFeatures:
 
     def _token_vectors(self, texts: list[str]) -> list[np.ndarray]:
         """Token states of ``texts``, each encoded once while it stays in the cache."""
-        assert self.encoder is not None
+        if self.encoder is None:
+            raise ValueError("the token_match features need the sentence encoder")
         missing = list(dict.fromkeys(t for t in texts if t not in self._tokens))
         encoded = self.encoder.token_vectors(missing, TOKEN_MATCH_MAX_TOKENS)
         for text, tokens in zip(missing, encoded, strict=True):

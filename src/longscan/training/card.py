@@ -14,7 +14,7 @@ def model_card(report: dict[str, Any], command: str) -> str:
     train = report["train_manifest"]
     dev = report["dev_manifest"]
     direction = "bidirectional" if model["bidirectional"] else "causal"
-    if model.get("read_twice"):
+    if model["read_twice"]:  # the config refuses it with bidirectional
         direction = "causal, read twice"
     features = ", ".join(FEATURE_NAMES[: model["n_features"]])
     musique = (
