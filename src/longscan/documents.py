@@ -6,8 +6,11 @@ evidence can always be cited and highlighted in the user's original text.
 
 from __future__ import annotations
 
+import codecs
+import errno
 import hashlib
 import logging
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,7 +25,15 @@ logger = logging.getLogger(__name__)
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".text", ".rst")
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB: larger inputs belong in a memory bank, not one Document
-_BINARY_SNIFF_BYTES = 8192
+# Byte-order marks, longest first (UTF-32-LE's starts with UTF-16-LE's), and their codecs;
+# each codec removes its own mark while decoding.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 
 
 class DocumentError(ValueError):
@@ -35,7 +46,11 @@ class Document:
 
     Attributes:
         id: Stable identifier (a relative path, a dataset id, ...), unique in a collection.
-        text: The original text; never modified.
+        text: The text; never modified here, so every offset indexes it exactly. Offsets
+            count code points (Python's ``str`` indices). ``read_file`` gives the file's
+            decoded characters without the byte-order mark, which belongs to the
+            encoding, not to the text (as Python's ``utf-8-sig`` and ``utf-16`` codecs
+            read it).
         metadata: Free-form facts (source path, title, decoding errors, ...).
     """
 
@@ -103,15 +118,60 @@ class Evidence:
     score: float
     unit: int = -1
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
+        """The evidence as JSON, in the one schema that the CLI, the bank and the service all
+        print (``EVIDENCE_JSON_SCHEMA``).
+
+        Raises:
+            ValueError: a field of the wrong type (``unit`` must be an index).
+        """
+        if not isinstance(self.unit, int | np.integer) or isinstance(self.unit, bool):
+            raise ValueError(f"Evidence.unit is the unit's index, not {self.unit!r}")
         return {
-            "doc_id": self.doc_id,
-            "start": self.start,
-            "end": self.end,
-            "score": self.score,
-            "unit": self.unit,
+            "doc_id": str(self.doc_id),
+            "start": int(self.start),
+            "end": int(self.end),
+            "score": float(self.score),
+            "unit": int(self.unit),
             "text": self.text,
         }
+
+
+EVIDENCE_JSON_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "Evidence",
+    "description": "One ranked unit of evidence; `text` is exactly the document's "
+    "text[start:end]. `longscan ask --json`, `longscan bank search --json` and the service's "
+    "API all give evidence in this form (Evidence.to_json).",
+    "type": "object",
+    "properties": {
+        "doc_id": {
+            "type": "string",
+            "description": "The document's id: the path (relative to the folder given) for "
+            "files, the decimal integer id for documents of a memory bank or the service.",
+        },
+        "start": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "First character, inclusive, counted in code points of the "
+            "document's text (without a byte-order mark).",
+        },
+        "end": {"type": "integer", "minimum": 0, "description": "Last character, exclusive."},
+        "score": {
+            "type": "number",
+            "description": "The retriever's score; higher is more relevant; comparable within "
+            "one ranking only.",
+        },
+        "unit": {
+            "type": "integer",
+            "minimum": -1,
+            "description": "Index of the unit (sentence or chunk) in its document, or -1.",
+        },
+        "text": {"type": "string", "description": "The unit's text, exactly as in the document."},
+    },
+    "required": ["doc_id", "start", "end", "score", "unit", "text"],
+    "additionalProperties": False,
+}
 
 
 def check_unique_ids(documents: Sequence[Document]) -> None:
@@ -123,50 +183,81 @@ def check_unique_ids(documents: Sequence[Document]) -> None:
         seen.add(document.id)
 
 
-def _looks_binary(head: bytes) -> bool:
-    return b"\x00" in head
+def _check_exists(path: Path) -> os.stat_result:
+    """``path``'s status (links followed), or a DocumentError that names the real cause."""
+    try:
+        return path.stat()
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            cause = "a symbolic link loop (too many levels of symbolic links)"
+        elif error.errno == errno.ENOENT and path.is_symlink():
+            cause = f"a broken symbolic link (to {os.readlink(path)}, which does not exist)"
+        elif error.errno in (errno.ENOENT, errno.ENOTDIR):
+            cause = "no such file or directory"
+        else:
+            cause = f"cannot read ({error.strerror or error})"
+        raise DocumentError(f"{path}: {cause}") from None
+
+
+def _decode(raw: bytes, path: Path) -> tuple[str, str, int]:
+    """``(text, codec, errors)``: UTF-8, or UTF-16/UTF-32 when a byte-order mark says so.
+
+    The mark is removed by its codec. Byte runs that do not decode become U+FFFD and are
+    counted. NUL anywhere (not just near the start) means binary; a UTF-16 or UTF-32 file
+    without a byte-order mark looks the same and is refused with a message that says so.
+    """
+    codec = next((name for bom, name in _BOMS if raw.startswith(bom)), "utf-8")
+    nul = raw.find(b"\x00") if codec == "utf-8" else -1  # memchr over the whole content
+    if nul >= 0:
+        raise DocumentError(
+            f"{path}: looks like a binary file (a NUL byte at byte {nul:,}), "
+            "not text; UTF-16 or UTF-32 text is read only with a byte-order mark "
+            "(or save it as UTF-8)"
+        )
+    try:
+        text, errors = raw.decode(codec), 0
+    except UnicodeDecodeError:
+        text = raw.decode(codec, errors="replace")
+        errors = text.count("\ufffd") - raw.decode(codec, "ignore").count("\ufffd")
+        logger.warning("%s: not valid %s; %d byte run(s) replaced by U+FFFD", path, codec, errors)
+    nul = text.find("\x00") if codec != "utf-8" else -1
+    if nul >= 0:
+        raise DocumentError(f"{path}: holds a NUL character (at character {nul:,}), not text")
+    return text, codec, errors
 
 
 def read_file(
     path: str | Path, doc_id: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Document:
-    """Read one text file.
+    """Read one text file: UTF-8, or UTF-16/UTF-32 with a byte-order mark.
 
-    Non-UTF-8 bytes are decoded with U+FFFD replacement, never dropped silently: the count is
-    kept in ``metadata["decoding_errors"]`` and a warning names the file.
+    The text is the file's decoded characters; a byte-order mark is not part of it (see
+    ``Document.text``), so offset 0 is the first character after the mark, and
+    ``metadata["encoding"]`` names the codec (``utf-8-sig`` when a UTF-8 mark was removed).
+    Bytes that do not decode become U+FFFD, never dropped silently: the count is kept in
+    ``metadata["decoding_errors"]`` and a warning names the file.
 
     Raises:
-        DocumentError: missing, unreadable, binary, empty or over ``max_bytes``.
+        DocumentError: missing (or a broken or looping symbolic link), unreadable, binary
+            (a NUL byte anywhere), empty or over ``max_bytes``.
     """
     path = Path(path)
-    if not path.exists():
-        raise DocumentError(f"{path}: no such file or directory")
+    status = _check_exists(path)
     if not path.is_file():
         raise DocumentError(f"{path}: not a regular file")
-    size = path.stat().st_size
-    if size > max_bytes:
+    if status.st_size > max_bytes:
         raise DocumentError(
-            f"{path}: {size:,} bytes is over the {max_bytes:,}-byte limit for one document; "
-            "split it or add it to a memory bank"
+            f"{path}: {status.st_size:,} bytes is over the {max_bytes:,}-byte limit for one "
+            "document; split it or add it to a memory bank"
         )
     try:
         raw = path.read_bytes()
     except OSError as error:
         raise DocumentError(f"{path}: cannot read ({error.strerror})") from error
-    if _looks_binary(raw[:_BINARY_SNIFF_BYTES]):
-        raise DocumentError(f"{path}: looks like a binary file (NUL bytes), not text")
-    try:
-        text = raw.decode("utf-8")
-        errors = 0
-    except UnicodeDecodeError:
-        text = raw.decode("utf-8", errors="replace")
-        errors = text.count("\ufffd") - raw.decode("utf-8", "ignore").count("\ufffd")
-        logger.warning("%s: not valid UTF-8; %d byte run(s) replaced by U+FFFD", path, errors)
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text, codec, errors = _decode(raw, path)
     if not text.strip():
         raise DocumentError(f"{path}: the file holds no text")
-    metadata = {"path": str(path), "decoding_errors": errors}
+    metadata = {"path": str(path), "encoding": codec, "decoding_errors": errors}
     return Document(id=doc_id or path.name, text=text, metadata=metadata)
 
 
@@ -192,8 +283,7 @@ def iter_paths(
     """
     given = list(paths)
     for root in map(Path, given):
-        if not root.exists():
-            raise DocumentError(f"{root}: no such file or directory")
+        _check_exists(root)
     seen: set[str] = set()
     for name in given:
         for document in _documents_under(name, max_bytes):
@@ -210,7 +300,7 @@ def _documents_under(given: str | Path, max_bytes: int) -> Iterator[Document]:
     if root.is_file():
         yield read_file(root, doc_id=str(given), max_bytes=max_bytes)
         return
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
         if path.suffix.lower() not in TEXT_SUFFIXES:
             logger.warning("%s: skipped (not a %s file)", path, "/".join(TEXT_SUFFIXES))
             continue
