@@ -135,9 +135,9 @@ def ask(
         payload = {
             "query": query,
             "retriever": retriever or DEFAULT_RETRIEVER,
-            "evidence": [item.to_dict() for item in evidence],
+            "evidence": [item.to_json() for item in evidence],
             "answer": None if answer is None else answer.text,
-            "citations": [] if answer is None else [c.to_dict() for c in answer.citations],
+            "citations": [] if answer is None else [c.to_json() for c in answer.citations],
             "llm_error": llm_error,
         }
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
@@ -553,11 +553,11 @@ def bank_search(
         raise _fail(str(error)) from None
     if as_json:
         payload = [
-            {
-                "id": h.doc_id,
+            {  # doc_id as in its evidence (EVIDENCE_JSON_SCHEMA): the bank id, as text
+                "doc_id": str(h.doc_id),
                 "key": h.key,
                 "score": h.score,
-                "evidence": [e.to_dict() for e in h.evidence],
+                "evidence": [e.to_json() for e in h.evidence],
             }
             for h in hits
         ]

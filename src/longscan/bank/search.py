@@ -95,9 +95,7 @@ def search(
         top = np.argsort(-scores, kind="stable")[:evidence_per_document] if n else []
         hits.append(
             [
-                Evidence(
-                    document.id, int(a), int(b), document.text[a:b], float(scores[i]), "sentence"
-                )
+                Evidence(document.id, int(a), int(b), document.text[a:b], float(scores[i]), int(i))
                 for i in top
                 for a, b in [document.sentences[i]]
             ]

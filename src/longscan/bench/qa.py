@@ -284,7 +284,7 @@ def run_longdoc_qa(
                 "tokens": lengths[document.id],
                 "bucket": length_bucket(lengths[document.id]),
                 "windows": answer.windows,
-                "cited": [c.to_dict() for c in answer.citations],
+                "cited": [c.to_json() for c in answer.citations],
                 "f1": token_f1(answer.text, item.answers),
                 "sub_em": sub_em(answer.text, item.answers),
                 **(

@@ -140,7 +140,7 @@ class Metrics:
 
 
 def _evidence_out(items: list[Evidence]) -> list[EvidenceOut]:
-    return [EvidenceOut(**item.to_dict()) for item in items]
+    return [EvidenceOut(**item.to_json()) for item in items]
 
 
 def _document_out(info: DocumentInfo) -> DocumentOut:

@@ -1,0 +1,99 @@
+"""One JSON schema for evidence everywhere: `longscan ask --json`, `longscan bank search
+--json` and the service's API all give what ``Evidence.to_json`` gives, and it validates
+against ``EVIDENCE_JSON_SCHEMA``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from longscan.cli import app
+from longscan.documents import EVIDENCE_JSON_SCHEMA, Document, Evidence
+
+runner = CliRunner()
+STORY = (
+    "Mara kept the spare key under the blue flowerpot by the back door. "
+    "Her brother Tom never found it.\n\n"
+    "In June the family drove to Lisbon for the wedding of a cousin. "
+    "The ferry across the river was late."
+)
+QUESTION = "Where is the spare key?"
+
+
+def check(evidence: dict, text: str, doc_id: str) -> None:
+    """Valid against the schema, with exact offsets and a sentence index."""
+    jsonschema.validate(evidence, EVIDENCE_JSON_SCHEMA)
+    assert evidence["doc_id"] == doc_id
+    assert text[evidence["start"] : evidence["end"]] == evidence["text"]
+    document = Document(doc_id, text)
+    start, end = document.sentences[evidence["unit"]].tolist()
+    assert (start, end) == (evidence["start"], evidence["end"])
+
+
+def test_to_json_is_the_schema_and_refuses_a_unit_that_is_not_an_index() -> None:
+    item = Evidence("a.txt", 0, 4, "Mara", 1.5, 0)
+    jsonschema.validate(item.to_json(), EVIDENCE_JSON_SCHEMA)
+    assert list(item.to_json()) == list(EVIDENCE_JSON_SCHEMA["properties"])
+    with pytest.raises(ValueError, match="index"):
+        Evidence("a.txt", 0, 4, "Mara", 1.5, "sentence").to_json()  # type: ignore[arg-type]
+
+
+def test_ask_json_evidence_follows_the_schema(tmp_path: Path) -> None:
+    (tmp_path / "story.txt").write_text(STORY)
+    result = runner.invoke(
+        app, ["ask", str(tmp_path / "story.txt"), "-q", QUESTION, "-r", "bm25-sentence", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    evidence = json.loads(result.stdout)["evidence"]
+    assert evidence
+    for item in evidence:
+        check(item, STORY, str(tmp_path / "story.txt"))
+
+
+@pytest.mark.slow
+def test_bank_search_json_evidence_follows_the_schema(tmp_path: Path) -> None:
+    from longscan.bank import MemoryBank
+
+    bank = MemoryBank(tmp_path / "bank")
+    bank.add([Document("story.txt", STORY), Document("other.txt", "Nothing about keys here.")])
+    bank.sync(progress=False)
+    doc_id = str(bank.id_of("story.txt"))
+    del bank
+    result = runner.invoke(
+        app, ["bank", "search", "-q", QUESTION, "--bank", str(tmp_path / "bank"), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    hits = json.loads(result.stdout)
+    assert hits[0]["doc_id"] == doc_id and hits[0]["key"] == "story.txt"
+    assert hits[0]["evidence"]
+    for hit in hits:
+        assert isinstance(hit["doc_id"], str)  # the same type as in its evidence
+        for item in hit["evidence"]:
+            assert item["doc_id"] == hit["doc_id"]
+    for item in hits[0]["evidence"]:
+        check(item, STORY, doc_id)
+
+
+@pytest.mark.slow
+def test_service_evidence_follows_the_schema(tmp_path: Path) -> None:
+    from longscan.service import ServiceSettings, create_app
+
+    service = create_app(ServiceSettings(tmp_path))
+    with TestClient(service) as client:
+        response = client.post("/api/documents/text", json={"name": "story.txt", "text": STORY})
+        doc_id = response.json()["id"]
+        response = client.post("/api/ask", json={"question": QUESTION, "doc_ids": [doc_id]})
+        assert response.status_code == 200, response.text
+        evidence = response.json()["evidence"]
+        assert evidence
+        for item in evidence:
+            check(item, STORY, str(doc_id))
+        published = client.get("/openapi.json").json()["components"]["schemas"]["EvidenceOut"]
+    assert set(published["properties"]) == set(EVIDENCE_JSON_SCHEMA["properties"])
+    for name, spec in EVIDENCE_JSON_SCHEMA["properties"].items():
+        assert published["properties"][name]["type"] == spec["type"], name
