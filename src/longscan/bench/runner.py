@@ -34,12 +34,7 @@ def make_retriever(name: str, items: Sequence[QAItem]) -> Retriever:
         return OracleRetriever(items, "sentence")
     if name == "oracle-chunk":
         return OracleRetriever(items, "chunk")
-    if name.startswith("scanner:"):  # another checkpoint, e.g. scanner:runs/scanner-causal
-        from longscan.retrievers.scanner import ScannerRetriever
-        from longscan.scanning.scanner import Scanner
-
-        return ScannerRetriever(Scanner.from_pretrained(Path(name.split(":", 1)[1])))
-    return get_retriever(name)
+    return get_retriever(name)  # also scanner:DIR, another checkpoint
 
 
 def run_benchmark(

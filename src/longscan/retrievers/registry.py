@@ -1,8 +1,13 @@
-"""Retrievers by name, so the CLI, the evaluator and the benchmarks name them the same way."""
+"""Retrievers by name, so the CLI, the evaluator and the benchmarks name them the same way.
+
+A name is a registered name (``longscan retrievers`` lists them), or ``scanner:DIR`` /
+``scanner-sliding:DIR`` for a scanner checkpoint written by ``longscan train``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from longscan.retrievers.base import Retriever
 from longscan.retrievers.bm25 import BM25Retriever
@@ -21,22 +26,20 @@ _FACTORIES: dict[str, Callable[[], Retriever]] = {
 }
 
 
-def _scanner() -> Retriever:
-    from longscan.retrievers.scanner import ScannerRetriever
-
-    return ScannerRetriever()
-
-
-def _scanner_sliding() -> Retriever:
+def _scanner(checkpoint: Path | None = None, mode: str = "stream") -> Retriever:
+    """The scanner on the shipped checkpoint, or on ``checkpoint``."""
     from longscan.retrievers.scanner import ScannerRetriever
     from longscan.scanning.scanner import Scanner
 
-    return ScannerRetriever(Scanner.from_pretrained(mode="sliding"))
+    return ScannerRetriever(Scanner.from_pretrained(checkpoint, mode=mode))
+
+
+_CHECKPOINT_KINDS: dict[str, str] = {"scanner": "stream", "scanner-sliding": "sliding"}
 
 
 BASELINES = tuple(_FACTORIES)
 _FACTORIES["scanner"] = _scanner
-_FACTORIES["scanner-sliding"] = _scanner_sliding
+_FACTORIES["scanner-sliding"] = lambda: _scanner(mode="sliding")
 DEFAULT_RETRIEVER = "scanner"
 
 
@@ -49,8 +52,36 @@ def register(name: str, factory: Callable[[], Retriever]) -> None:
     _FACTORIES[name] = factory
 
 
+def parse_name(name: str) -> tuple[str, Path | None]:
+    """``(registered name, checkpoint folder or None)``: the one parser of retriever names.
+
+    Raises:
+        ValueError: an unknown name (the message lists the known ones), or a checkpoint
+            given to a retriever that takes none, or an empty checkpoint path.
+    """
+    base, sep, checkpoint = name.partition(":")
+    if base not in _FACTORIES:
+        raise ValueError(
+            f"unknown retriever {name!r}; choose one of {', '.join(_FACTORIES)}, "
+            f"or {' or '.join(f'{kind}:DIR' for kind in _CHECKPOINT_KINDS)} for a checkpoint"
+        )
+    if not sep:
+        return base, None
+    if base not in _CHECKPOINT_KINDS:
+        raise ValueError(f"retriever {base!r} takes no checkpoint (given {name!r})")
+    if not checkpoint.strip():
+        raise ValueError(f"{name!r}: name the checkpoint folder after the colon")
+    return base, Path(checkpoint)
+
+
 def get_retriever(name: str) -> Retriever:
-    """Build the retriever called ``name``; unknown names list the known ones."""
-    if name not in _FACTORIES:
-        raise ValueError(f"unknown retriever {name!r}; choose one of {', '.join(_FACTORIES)}")
-    return _FACTORIES[name]()
+    """Build the retriever called ``name`` (see the module docstring for ``scanner:DIR``).
+
+    Raises:
+        ValueError: an unknown name; ``CheckpointError`` (a ValueError) for a checkpoint
+            folder that cannot be loaded.
+    """
+    base, checkpoint = parse_name(name)
+    if checkpoint is None:
+        return _FACTORIES[base]()
+    return _scanner(checkpoint, _CHECKPOINT_KINDS[base])
