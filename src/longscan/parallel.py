@@ -6,6 +6,11 @@ Tasks are retried when their worker dies (``max_retries``), so a killed worker c
 never a result: each task's result is returned once, from the attempt that finished.
 Submitting a whole corpus at once would hold all of it in the object store; ``bounded_map``
 keeps at most ``max_in_flight`` tasks submitted, so memory stays flat however long the input.
+
+An embedded session is bound to this process: a watchdog process kills what is left of it
+when this process ends, however it ends (Ray's own fate-sharing kills the head processes on
+``SIGKILL``, but not the agents they start). Its temporary folder (sockets, logs) is a short
+one of its own when ``TMPDIR`` is long, because a Unix socket path holds at most 107 bytes.
 """
 
 from __future__ import annotations
@@ -13,13 +18,54 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 Context = TypeVar("Context")
 
 TASK_RETRIES = 3  # attempts after a worker dies (a process killed, a node lost)
 OBJECT_STORE_BYTES = 512 * 1024**2  # embedded only: batches in flight are a few MB each
+# Ray's sockets are ``<temp dir>/session_<date>_<time>_<µs>_<pid>/sockets/plasma_store``:
+# 64 characters after the folder, in a path of at most 107 bytes.
+MAX_TEMP_DIR_CHARS = 40
+WATCHDOG = """
+import os, select, sys, time
+import psutil
+
+roots = []
+for pid in sys.argv[1:]:
+    try:
+        roots.append(psutil.Process(int(pid)))
+    except psutil.NoSuchProcess:
+        pass
+seen = {}
+while True:
+    for root in roots:
+        try:
+            for process in [root, *root.children(recursive=True)]:
+                seen.setdefault(process.pid, process)
+        except psutil.NoSuchProcess:
+            pass
+    ready, _, _ = select.select([0], [], [], 1.0)
+    if ready and not os.read(0, 64):
+        break  # end of file: the driver ended its session, or died
+left = [p for p in seen.values() if p.is_running()]  # is_running: the same process, not its pid
+for process in left:
+    try:
+        process.terminate()
+    except psutil.NoSuchProcess:
+        pass
+_, alive = psutil.wait_procs(left, timeout=3)
+for process in alive:
+    try:
+        process.kill()
+    except psutil.NoSuchProcess:
+        pass
+"""
 
 
 @contextlib.contextmanager
@@ -35,14 +81,18 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
     if ray.is_initialized():
         yield
         return
+    watchdog = None
     if address is None:
+        before = _children()
         ray.init(
             num_cpus=num_cpus or os.cpu_count() or 1,
             object_store_memory=OBJECT_STORE_BYTES,
             include_dashboard=False,
             logging_level=logging.WARNING,
             ignore_reinit_error=True,
+            _temp_dir=ray_temp_dir(),
         )
+        watchdog = _start_watchdog(_children() - before)
     else:
         try:
             ray.init(address=address, logging_level=logging.WARNING, ignore_reinit_error=True)
@@ -52,6 +102,48 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
         yield
     finally:
         ray.shutdown()
+        if watchdog is not None:
+            watchdog.stdin.close()  # type: ignore[union-attr]  # it cleans up what is left
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                watchdog.wait(timeout=10)
+
+
+def ray_temp_dir() -> str | None:
+    """A temporary folder for an embedded Ray, or ``None`` for Ray's own (``$RAY_TMPDIR``,
+    ``$TMPDIR`` or ``/tmp``, then ``ray``) when that is short enough for its socket paths.
+
+    The short one is ``/tmp/longscan-ray-<uid>``, private to this user; if someone else
+    owns that name, a fresh ``/tmp/longscan-ray-*`` folder.
+    """
+    system = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
+    if len(os.path.join(system, "ray")) <= MAX_TEMP_DIR_CHARS:
+        return None
+    folder = Path("/tmp") / f"longscan-ray-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    if folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
+        return tempfile.mkdtemp(prefix="longscan-ray-", dir="/tmp")
+    return str(folder)
+
+
+def _children() -> set[int]:
+    """The ids of this process's children."""
+    import psutil
+
+    return {child.pid for child in psutil.Process().children()}
+
+
+def _start_watchdog(pids: set[int]) -> subprocess.Popen[bytes]:
+    """A process that waits for this one to end (its stdin reaches end of file: the kernel
+    closes the pipe however this process dies), then kills ``pids`` and every process they
+    started that is still running. It runs in a session of its own, so a Ctrl-C meant for
+    this process does not stop it before it has cleaned up."""
+    return subprocess.Popen(
+        [sys.executable, "-c", WATCHDOG, *map(str, sorted(pids))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def workers() -> int:
