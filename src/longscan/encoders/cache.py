@@ -39,11 +39,17 @@ class EmbeddingCache:
     Args:
         directory: Where files go; ``None`` keeps the cache in memory only.
         max_items: In-memory entries kept (least recently used are dropped).
+        max_bytes: In-memory array bytes kept, when set (least recently used are dropped;
+            an array larger than this is only on disk).
     """
 
-    def __init__(self, directory: Path | None = None, max_items: int = 256) -> None:
+    def __init__(
+        self, directory: Path | None = None, max_items: int = 256, max_bytes: int | None = None
+    ) -> None:
         self.directory = directory
         self.max_items = max_items
+        self.max_bytes = max_bytes
+        self.memory_bytes = 0
         self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
         self.hits = 0
         self.misses = 0
@@ -87,10 +93,16 @@ class EmbeddingCache:
         temporary.replace(path)  # atomic: readers never see half a file
 
     def _remember(self, key: str, array: np.ndarray) -> None:
+        if key in self._memory:
+            self.memory_bytes -= self._memory.pop(key).nbytes
+        if self.max_bytes is not None and array.nbytes > self.max_bytes:
+            return
         self._memory[key] = array
-        self._memory.move_to_end(key)
-        while len(self._memory) > self.max_items:
-            self._memory.popitem(last=False)
+        self.memory_bytes += array.nbytes
+        while len(self._memory) > self.max_items or (
+            self.max_bytes is not None and self.memory_bytes > self.max_bytes
+        ):
+            self.memory_bytes -= self._memory.popitem(last=False)[1].nbytes
 
     @staticmethod
     def _load(path: Path, key: str) -> np.ndarray | None:
