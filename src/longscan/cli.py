@@ -621,14 +621,21 @@ def serve(
     max_queued: Annotated[
         int, typer.Option(min=1, help="Questions waiting for the scanner before 503.")
     ] = 256,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Another name clients reach the service by (repeatable; '*' any). The "
+            "bound host, and loopback names on loopback, are always accepted."
+        ),
+    ] = None,
     llm: LLMUrl = None,
     llm_model: LLMModel = None,
     llm_config: LLMConfigFile = None,
     local: LocalLLM = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Serve the web page and the HTTP API (OpenAPI schema at /openapi.json, docs at /docs)
-    until Ctrl-C: upload documents, ask, see the evidence highlighted in the text."""
+    """Serve the web page and the HTTP API (OpenAPI schema at /openapi.json) until Ctrl-C:
+    upload documents, ask, see the evidence highlighted in the text."""
     _setup_logging(verbose)
     import dataclasses
 
@@ -636,7 +643,13 @@ def serve(
 
     try:  # refuse an unsafe bind before loading anything
         settings = ServiceSettings(
-            data_dir, host, api_key, int(max_upload_mb * MIB), timeout, max_queued
+            data_dir,
+            host,
+            api_key,
+            int(max_upload_mb * MIB),
+            timeout,
+            max_queued,
+            allowed_hosts=tuple(allowed_host or ()),
         )
     except ValueError as error:
         raise _fail(str(error)) from None
