@@ -55,7 +55,6 @@ def test_ask_json_evidence_follows_the_schema(tmp_path: Path) -> None:
         check(item, STORY, str(tmp_path / "story.txt"))
 
 
-@pytest.mark.slow
 def test_bank_search_json_evidence_follows_the_schema(tmp_path: Path) -> None:
     from longscan.bank import MemoryBank
 
@@ -79,7 +78,6 @@ def test_bank_search_json_evidence_follows_the_schema(tmp_path: Path) -> None:
         check(item, STORY, doc_id)
 
 
-@pytest.mark.slow
 def test_service_evidence_follows_the_schema(tmp_path: Path) -> None:
     from longscan.service import ServiceSettings, create_app
 
