@@ -451,7 +451,7 @@ def synth(
 
 
 bank_app = typer.Typer(
-    help="A persistent memory bank of documents: add, remove, stats, search.",
+    help="A persistent memory bank of documents: add, remove, stats, search, check, repair.",
     no_args_is_help=True,
 )
 app.add_typer(bank_app, name="bank")
@@ -491,15 +491,16 @@ def bank_add(
     from longscan.bank import MemoryBank
     from longscan.bank.ingest import ingest
     from longscan.bank.search import SCANNED_TOKENS
+    from longscan.bank.store import BankError
     from longscan.documents import DocumentError, iter_paths
     from longscan.parallel import ray_session
 
-    store = MemoryBank(bank)
     scanned = SCANNED_TOKENS if sentence_vectors else None
     try:
+        store = MemoryBank(bank)  # only add creates a bank
         with ray_session(ray_address):
             report = ingest(store, iter_paths(paths), source, domain, scanned_tokens=scanned)
-    except (DocumentError, ValueError) as error:
+    except (DocumentError, ValueError, BankError) as error:
         raise _fail(str(error)) from None
     console.print_json(json.dumps({**report.as_dict(), "documents": len(store)}))
 
@@ -511,17 +512,65 @@ def bank_remove(
 ) -> None:
     """Remove documents from the bank and its indexes."""
     from longscan.bank import MemoryBank
+    from longscan.bank.store import BankError
 
-    store = MemoryBank(bank)
-    console.print_json(json.dumps({"removed": store.remove(keys), "documents": len(store)}))
+    try:
+        store = MemoryBank(bank, create=False)
+        removed = store.remove(keys)
+        console.print_json(json.dumps({"removed": removed, "documents": len(store)}))
+    except BankError as error:
+        raise _fail(str(error)) from None
 
 
 @bank_app.command("stats")
 def bank_stats(bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK) -> None:
-    """Documents and tokens per domain, and what is not indexed yet."""
+    """Documents and tokens per domain, what is not indexed yet, and each index's entries."""
     from longscan.bank import MemoryBank
+    from longscan.bank.store import BankError
 
-    console.print_json(json.dumps(MemoryBank(bank).stats()))
+    try:
+        console.print_json(json.dumps(MemoryBank(bank, create=False).stats()))
+    except BankError as error:
+        raise _fail(str(error)) from None
+
+
+@bank_app.command("check")
+def bank_check(bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK) -> None:
+    """Compare the documents with the BM25 and dense indexes, id by id; exit 1 if they
+    disagree (`longscan bank repair` mends that)."""
+    from longscan.bank import MemoryBank
+    from longscan.bank.store import BankError
+
+    try:
+        report = MemoryBank(bank, create=False).check()
+    except BankError as error:
+        raise _fail(str(error)) from None
+    console.print_json(json.dumps(report.as_dict()))
+    if not report.ok:
+        errors.print(
+            f"the indexes disagree: `longscan bank repair --bank {bank}` mends them",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+
+
+@bank_app.command("repair")
+def bank_repair(bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK) -> None:
+    """Make both indexes agree with the documents: rebuild an unreadable index, drop entries
+    of deleted documents, index again what is missing. Prints what it found."""
+    from longscan.bank import MemoryBank
+    from longscan.bank.store import BankError
+
+    try:
+        store = MemoryBank(bank, create=False)
+        found = store.repair()
+        after = store.check()
+    except BankError as error:
+        raise _fail(str(error)) from None
+    console.print_json(json.dumps({"found": found.as_dict(), "ok": after.ok}))
+    if not after.ok:
+        raise typer.Exit(1)
 
 
 @bank_app.command("search")
@@ -538,18 +587,19 @@ def bank_search(
 ) -> None:
     """Find the evidence documents (and, two-stage, sentences with offsets) for a question."""
     from longscan.bank import MemoryBank, search
+    from longscan.bank.store import BankError
     from longscan.retrievers.base import validate_query
 
     try:
         validate_query(query)
-        store = MemoryBank(bank)
+        store = MemoryBank(bank, create=False)
         scanner = None
         if two_stage:
             from longscan.scanning.scanner import Scanner
 
             scanner = Scanner.from_pretrained(cache=store.sentence_cache())
         hits = search(store, query, k, method, depth, scanner)  # type: ignore[arg-type]
-    except ValueError as error:
+    except (ValueError, BankError) as error:
         raise _fail(str(error)) from None
     if as_json:
         payload = [

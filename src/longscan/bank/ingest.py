@@ -9,7 +9,9 @@ on the driver.
    scanner's contextual sentence vectors of the part two-stage search reads.
 3. **index** (driver): SQLite rows, tantivy, usearch and the sentence-vector cache. None of
    these takes writers from several processes, so the driver is the only writer, and it
-   commits batch by batch.
+   commits batch by batch. It holds the bank's writer lock from start to end (the dense
+   index grows in memory between checkpoints), so a second ``ingest`` into the same bank
+   waits for this one.
 
 Only ``max_in_flight`` batches exist at a time, so memory does not grow with the corpus.
 A batch is committed whole or not at all, and committed documents are skipped by their
@@ -184,6 +186,7 @@ def ingest(
     unmarked: list[int] = []  # indexed, not yet flagged: see ``MemoryBank.mark_indexed``
     marked_at = time.perf_counter()
     with (
+        bank.writing(),
         tqdm(desc="ingesting", unit="doc", disable=not progress) as bar,
         _finally_mark(bank, unmarked, report),
     ):

@@ -9,13 +9,14 @@ reads poorly is not lost. The result carries document ids and sentence offsets.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from longscan.bank.store import MemoryBank
+from longscan.bank.store import DenseIndexError, MemoryBank
 from longscan.documents import Document, Evidence
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ FirstStage = Literal["bm25", "dense", "hybrid"]
 RRF_K = 60.0
 SCANNED_TOKENS = 4_000  # of each candidate, by default: see ``search``
 DEPTH = 50  # candidates the scanner reads, by default
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,14 +51,22 @@ def fuse(rankings: Sequence[Sequence[int]], k: float = RRF_K) -> list[tuple[int,
 def first_stage(
     bank: MemoryBank, query: str, depth: int, method: FirstStage
 ) -> list[tuple[int, float]]:
-    """``depth`` candidate documents ``(id, score)``, best first."""
+    """``depth`` candidate documents ``(id, score)``, best first.
+
+    Hybrid search with an unreadable dense index falls back to BM25 alone, with a warning;
+    dense search raises ``DenseIndexError``, which says how to repair the index.
+    """
     if method == "bm25":
         return bank.search_bm25(query, depth)
     if method == "dense":
         return bank.search_dense(query, depth)
     if method == "hybrid":
         lexical = [doc_id for doc_id, _ in bank.search_bm25(query, depth)]
-        semantic = [doc_id for doc_id, _ in bank.search_dense(query, depth)]
+        try:
+            semantic = [doc_id for doc_id, _ in bank.search_dense(query, depth)]
+        except DenseIndexError as error:
+            logger.warning("%s. Searching with BM25 alone.", error)
+            return bank.search_bm25(query, depth)
         return fuse([lexical, semantic])[:depth]
     raise ValueError(f"unknown first stage {method!r}; choose bm25, dense or hybrid")
 

@@ -15,15 +15,30 @@
 
 Ingestion is idempotent per ``(key, content hash)``: re-adding an unchanged document is a
 no-op, so an interrupted ``add`` is resumed by running it again, with no duplicates.
+
+One process writes at a time: every write holds the bank's lock file (``write.lock``, an
+``flock`` the kernel releases when its holder dies, however it dies), and a writer that
+finds it taken waits. usearch keeps the whole dense index in memory and saves it whole, so
+two writers would each save their own over the other's; under the lock, a writer first
+reloads what another process saved. ``check`` compares the table with both indexes, and
+``repair`` re-indexes what they disagree on. Ids are never reused (``AUTOINCREMENT``): a
+client holding the id of a deleted document never gets another document.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import logging
+import os
+import shutil
 import sqlite3
+import sys
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +48,10 @@ from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.minilm import EMBEDDING_DIM  # the driver never loads the model for it
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS documents (
-    id INTEGER PRIMARY KEY,
+SCHEMA_VERSION = 1  # 1: ids never reused (AUTOINCREMENT); 0: the first banks, without it
+TABLE = """
+CREATE TABLE documents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     key TEXT NOT NULL UNIQUE,
     source TEXT NOT NULL DEFAULT '',
     domain TEXT NOT NULL DEFAULT '',
@@ -44,10 +60,33 @@ CREATE TABLE IF NOT EXISTS documents (
     text TEXT NOT NULL,
     added REAL NOT NULL,
     indexed INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS documents_domain ON documents(domain);
-"""
+)"""
+DOMAIN_INDEX = "CREATE INDEX documents_domain ON documents(domain)"
+COLUMNS = "id, key, source, domain, tokens, content_hash, text, added, indexed"
 DENSE_WINDOW_TOKENS = 256
+LOCK_POLL_SECONDS = 0.2
+logger = logging.getLogger(__name__)
+
+
+class BankError(RuntimeError):
+    """A bank that cannot be used as it is: missing, damaged or busy. The message names the
+    file and what repairs it."""
+
+
+class BankNotFound(BankError):
+    """No bank in the folder, and the caller may not create one."""
+
+
+class BankBusy(BankError):
+    """Another process holds the bank's writer lock longer than the caller would wait."""
+
+
+class DenseIndexError(BankError):
+    """``dense.usearch`` cannot be read; ``MemoryBank.repair`` rebuilds it."""
+
+
+class BM25IndexError(BankError):
+    """The ``bm25/`` index cannot be opened; ``MemoryBank.repair`` rebuilds it."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +137,40 @@ def groups(
         yield group
 
 
+@dataclass
+class CheckReport:
+    """Where the table and the indexes disagree (ids), from ``MemoryBank.check``.
+
+    ``missing``: flagged indexed in the table, absent from the index; ``orphans``: in the
+    index, not in the table; ``duplicates``: more than once in the BM25 index;
+    ``unreadable``: index files that cannot be read (all their documents are missing).
+    Documents not yet indexed (``pending``) are not a disagreement: ``sync`` indexes them.
+    """
+
+    documents: int = 0
+    pending: int = 0
+    missing: dict[str, list[int]] = field(default_factory=dict)
+    orphans: dict[str, list[int]] = field(default_factory=dict)
+    duplicates: list[int] = field(default_factory=list)
+    unreadable: dict[str, str] = field(default_factory=dict)  # file -> why
+
+    @property
+    def ok(self) -> bool:
+        problems = [*self.missing.values(), *self.orphans.values(), self.duplicates]
+        return not any(problems) and not self.unreadable
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "documents": self.documents,
+            "pending": self.pending,
+            "missing": self.missing,
+            "orphans": self.orphans,
+            "duplicates": self.duplicates,
+            "unreadable": self.unreadable,
+        }
+
+
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -107,17 +180,95 @@ class MemoryBank:
 
     Changes are written to SQLite first and flagged ``indexed = 0``; ``sync`` brings the
     indexes up to date, so a crash between the two is repaired by the next ``sync``.
+
+    Args:
+        path: The bank's folder.
+        create: Create the bank if the folder holds none; otherwise raise ``BankNotFound``.
+        lock_timeout: Seconds a write waits for another process's writer lock before
+            ``BankBusy``; ``None`` waits as long as it takes.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, create: bool = True, lock_timeout: float | None = None) -> None:
         self.path = Path(path)
+        self.file = self.path / "bank.sqlite"
+        if not create and not self.file.is_file():
+            raise BankNotFound(
+                f"no memory bank in {self.path} (no bank.sqlite there); "
+                f"`longscan bank add FILES --bank {self.path}` creates one"
+            )
         self.path.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(self.path / "bank.sqlite"))
-        self.db.executescript(SCHEMA)
-        self.db.commit()
+        self.lock_timeout = lock_timeout
+        self._lock_file: Any = None
+        self._lock_depth = 0
+        self.db = sqlite3.connect(str(self.file), factory=_Connection)
+        self.db.file = self.file
+        _create_or_migrate(self.db)
         self._bm25: Any = None
         self._dense: Any = None
+        self._dense_stamp: tuple[int, ...] | None = None  # the file the index in memory is
+        self._dense_dirty = False  # changed in memory since loaded or saved
         self._encoder: Any = None
+
+    # -------------------------------------------------------------------------- writing
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the bank's writer lock for the block (re-entrant): every write runs inside.
+
+        Another process's writer makes this one wait (with a message), up to
+        ``lock_timeout``. The lock is an ``flock`` on ``write.lock``, so a killed holder
+        never leaves it taken.
+        """
+        if self._lock_depth == 0:
+            self._acquire()
+        self._lock_depth += 1
+        try:
+            yield
+        finally:
+            self._lock_depth -= 1
+            if self._lock_depth == 0:
+                self._release()
+
+    def _acquire(self) -> None:
+        file = open(self.path / "write.lock", "a+")  # noqa: SIM115  # held until _release
+        started = time.monotonic()
+        warned = False
+        while True:
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                file.seek(0)
+                holder = file.read().strip() or "another process"
+                waited = time.monotonic() - started
+                if self.lock_timeout is not None and waited >= self.lock_timeout:
+                    file.close()
+                    raise BankBusy(
+                        f"the bank in {self.path} is being written by {holder}; "
+                        f"gave up after {waited:.0f} s (one writer at a time: try again "
+                        "when it has finished)"
+                    ) from None
+                if not warned:
+                    logger.warning(
+                        "the bank in %s is being written by %s; waiting for it to finish",
+                        self.path,
+                        holder,
+                    )
+                    warned = True
+                time.sleep(LOCK_POLL_SECONDS)
+        file.seek(0)
+        file.truncate()
+        file.write(f"pid {os.getpid()} ({' '.join(sys.argv)[:200]})")
+        file.flush()
+        self._lock_file = file
+        if self._dense_dirty:  # an earlier write failed before saving: its rows are unflagged
+            self._dense, self._dense_dirty = None, False
+
+    def _release(self) -> None:
+        file, self._lock_file = self._lock_file, None
+        file.seek(0)
+        file.truncate()
+        file.close()  # closing releases the flock
 
     # ----------------------------------------------------------------------- documents
 
@@ -161,7 +312,7 @@ class MemoryBank:
     def upsert(self, rows: Sequence[tuple[Any, ...]]) -> list[int]:
         """Upsert ``(key, source, domain, tokens, content hash, text)`` rows, not yet indexed;
         returns their ids (an update keeps its id)."""
-        with self.db:  # one transaction per batch: a batch is in, or it is not
+        with self.writing(), self.db:  # one transaction per batch: a batch is in, or it is not
             for key, source, domain, tokens, digest, text in rows:
                 self.db.execute(
                     """INSERT INTO documents
@@ -194,13 +345,26 @@ class MemoryBank:
         return EmbeddingCache(self.path / "vectors")
 
     def remove(self, keys: Iterable[str]) -> int:
-        """Delete documents by key, from the table and from both indexes."""
-        ids = [doc_id for doc_id in map(self.id_of, keys) if doc_id is not None]
-        if ids:
-            self._unindex(ids)
-            with self.db:
-                self.db.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in ids])
+        """Delete documents by key, from the table and from both indexes.
+
+        The rows are flagged not indexed first, then taken out of the indexes, then deleted:
+        a crash in between leaves documents that are honestly not indexed, which running the
+        ``remove`` again deletes, and a ``sync`` (or adding them again) puts back whole.
+        """
+        with self.writing():
+            ids = [doc_id for doc_id in map(self.id_of, keys) if doc_id is not None]
+            if ids:
+                self._flag(ids, indexed=False)
+                self._unindex(ids)
+                with self.db:
+                    self.db.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in ids])
         return len(ids)
+
+    def _flag(self, ids: Sequence[int], indexed: bool) -> None:
+        with self.db:
+            self.db.executemany(
+                "UPDATE documents SET indexed = ? WHERE id = ?", [(int(indexed), i) for i in ids]
+            )
 
     def get(self, ids: Sequence[int]) -> list[BankDocument]:
         """Documents by id, in the order asked (missing ids are left out)."""
@@ -228,6 +392,8 @@ class MemoryBank:
         return int(self.db.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
 
     def stats(self) -> dict[str, Any]:
+        """Documents and tokens per domain, what is not indexed yet, and how many entries each
+        index holds (``check`` says which ids disagree)."""
         rows = self.db.execute(
             "SELECT domain, COUNT(*), SUM(tokens), SUM(indexed = 0) FROM documents GROUP BY domain"
         ).fetchall()
@@ -236,8 +402,23 @@ class MemoryBank:
             "tokens": int(sum(r[2] or 0 for r in rows)),
             "not_indexed": int(sum(r[3] or 0 for r in rows)),
             "domains": {r[0] or "-": {"documents": r[1], "tokens": int(r[2] or 0)} for r in rows},
+            "index_entries": self._index_entries(),
             "path": str(self.path),
         }
+
+    def _index_entries(self) -> dict[str, int | str]:
+        entries: dict[str, int | str] = {}
+        try:
+            index = self._bm25_index()
+            index.reload()
+            entries["bm25"] = int(index.searcher().num_docs)
+        except BM25IndexError:
+            entries["bm25"] = "unreadable: run `longscan bank repair`"
+        try:
+            entries["dense"] = len(self._dense_index())
+        except DenseIndexError:
+            entries["dense"] = "unreadable: run `longscan bank repair`"
+        return entries
 
     # ------------------------------------------------------------------------- indexes
 
@@ -250,19 +431,42 @@ class MemoryBank:
             builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
             folder = self.path / "bm25"
             folder.mkdir(exist_ok=True)
-            self._bm25 = tantivy.Index(builder.build(), path=str(folder))
+            try:
+                self._bm25 = tantivy.Index(builder.build(), path=str(folder))
+            except ValueError as error:
+                raise BM25IndexError(
+                    f"the BM25 index {folder} cannot be opened ({error}); "
+                    f"`longscan bank repair --bank {self.path}` rebuilds it from the documents"
+                ) from None
         return self._bm25
 
     def _dense_index(self) -> Any:
-        if self._dense is None:
+        """The dense index, reloaded when another process has saved a newer file (writers
+        hold the lock, so that happens before a write, or between searches)."""
+        file = self.path / "dense.usearch"
+        stamp = _stamp(file)
+        if self._dense is None or (stamp != self._dense_stamp and not self._dense_dirty):
             from usearch.index import Index
 
-            file = self.path / "dense.usearch"
-            self._dense = (
-                Index.restore(str(file), view=False)
-                if file.is_file()
-                else Index(ndim=EMBEDDING_DIM, metric="cos", dtype="f32")
-            )
+            if stamp is None:
+                self._dense = Index(ndim=EMBEDDING_DIM, metric="cos", dtype="f32")
+            else:
+                try:
+                    self._dense = Index.restore(str(file), view=False)
+                except (RuntimeError, ValueError) as error:
+                    self._dense = None
+                    raise DenseIndexError(
+                        f"the dense index {file} cannot be read ({error}); "
+                        f"`longscan bank repair --bank {self.path}` rebuilds it from the "
+                        "documents"
+                    ) from None
+                if self._dense is None or self._dense.ndim != EMBEDDING_DIM:
+                    self._dense = None
+                    raise DenseIndexError(
+                        f"the dense index {file} is not a {EMBEDDING_DIM}-dimension usearch "
+                        f"index; `longscan bank repair --bank {self.path}` rebuilds it"
+                    )
+            self._dense_stamp = stamp
         return self._dense
 
     def _get_encoder(self) -> Any:
@@ -273,19 +477,23 @@ class MemoryBank:
         return self._encoder
 
     def _unindex(self, ids: Sequence[int]) -> None:
-        writer = self._bm25_index().writer(heap_size=50_000_000, num_threads=1)
-        self._forget(writer, ids)
-        writer.commit()
-        writer.wait_merging_threads()
-        self._save_dense()
+        with self.writing():
+            writer = self._bm25_index().writer(heap_size=50_000_000, num_threads=1)
+            self._forget(writer, ids)
+            writer.commit()
+            writer.wait_merging_threads()
+            self._save_dense()
 
     def _save_dense(self) -> None:
         """Write the dense index beside the old file, then swap: a crash mid-write never
-        leaves an unreadable index."""
+        leaves an unreadable index. Only the writer-lock holder saves."""
+        if self._lock_depth == 0:
+            raise RuntimeError("the dense index is saved only under the writer lock")
         file = self.path / "dense.usearch"
         partial = file.with_suffix(".usearch.partial")
         self._dense_index().save(str(partial))
         partial.replace(file)
+        self._dense_stamp, self._dense_dirty = _stamp(file), False
 
     def _forget(self, writer: Any, ids: Sequence[int]) -> None:
         """Delete ``ids`` from the BM25 writer's next commit and from the dense index."""
@@ -295,6 +503,7 @@ class MemoryBank:
         for doc_id in ids:
             if doc_id in dense:
                 dense.remove(doc_id)
+                self._dense_dirty = True
 
     def pending(self, batch: int = 256) -> Iterator[list[tuple[int, str]]]:
         """Batches of ``(id, text)`` not yet in the indexes, read lazily from SQLite."""
@@ -322,42 +531,102 @@ class MemoryBank:
         import tantivy
 
         ids = [doc_id for doc_id, _ in rows]
-        writer = self._bm25_index().writer(heap_size=100_000_000, num_threads=1)
-        self._forget(writer, ids)
-        for doc_id, text in rows:
-            writer.add_document(tantivy.Document(doc_id=doc_id, body=text))
-        writer.commit()
-        writer.wait_merging_threads()
-        self._dense_index().add(np.asarray(ids, dtype=np.uint64), vectors.astype(np.float32))
-        if mark:
-            self.mark_indexed(ids)
+        with self.writing():
+            writer = self._bm25_index().writer(heap_size=100_000_000, num_threads=1)
+            self._forget(writer, ids)
+            for doc_id, text in rows:
+                writer.add_document(tantivy.Document(doc_id=doc_id, body=text))
+            writer.commit()
+            writer.wait_merging_threads()
+            dense = self._dense_index()
+            self._dense_dirty = True
+            dense.add(np.asarray(ids, dtype=np.uint64), vectors.astype(np.float32))
+            if mark:
+                self.mark_indexed(ids)
 
     def mark_indexed(self, ids: Sequence[int]) -> None:
         """Save the dense index, then flag ``ids`` indexed: a crash between the two leaves rows
         to index again (``index_batch`` replaces), never a flag without its vector."""
-        self._save_dense()
-        with self.db:
-            self.db.executemany(
-                "UPDATE documents SET indexed = 1 WHERE id = ?", [(i,) for i in ids]
-            )
+        with self.writing():
+            self._save_dense()
+            self._flag(ids, indexed=True)
 
     def sync(self, batch: int = 256, progress: bool = True) -> int:
         """Index every document not yet indexed; returns how many were indexed."""
         from tqdm.auto import tqdm
 
-        total = int(
-            self.db.execute("SELECT COUNT(*) FROM documents WHERE indexed = 0").fetchone()[0]
-        )
-        done = 0
-        with tqdm(
-            total=total, desc="indexing", unit="doc", disable=not progress or not total
-        ) as bar:
-            for rows in self.pending(batch):
-                self.index_batch(rows, embed_openings([t for _, t in rows]))
-                done += len(rows)
-                bar.update(len(rows))
+        with self.writing():
+            total = int(
+                self.db.execute("SELECT COUNT(*) FROM documents WHERE indexed = 0").fetchone()[0]
+            )
+            done = 0
+            with tqdm(
+                total=total, desc="indexing", unit="doc", disable=not progress or not total
+            ) as bar:
+                for rows in self.pending(batch):
+                    self.index_batch(rows, embed_openings([t for _, t in rows]))
+                    done += len(rows)
+                    bar.update(len(rows))
         self.reload()
         return done
+
+    # ------------------------------------------------------------------ check, repair
+
+    def check(self) -> CheckReport:
+        """Compare the table with the BM25 and dense indexes, id by id (reads every id of
+        the three: seconds per million documents)."""
+        report = CheckReport()
+        table = dict(self.db.execute("SELECT id, indexed FROM documents").fetchall())
+        report.documents = len(table)
+        report.pending = sum(1 for flag in table.values() if not flag)
+        indexed = {doc_id for doc_id, flag in table.items() if flag}
+        entries: dict[str, Counter[int]] = {}
+        try:
+            entries["bm25"] = self._bm25_ids()
+        except BM25IndexError as error:
+            report.unreadable["bm25"] = str(error)
+        try:
+            entries["dense"] = Counter(int(key) for key in self._dense_index().keys)
+        except DenseIndexError as error:
+            report.unreadable["dense.usearch"] = str(error)
+        for name in ("bm25", "dense"):
+            found = entries.get(name, Counter())
+            report.missing[name] = sorted(indexed - set(found))
+            report.orphans[name] = sorted(set(found) - set(table))
+        report.duplicates = sorted(i for i, n in entries.get("bm25", Counter()).items() if n > 1)
+        return report
+
+    def _bm25_ids(self) -> Counter[int]:
+        """How many times each document id is in the BM25 index."""
+        import tantivy
+
+        index = self._bm25_index()
+        index.reload()
+        searcher = index.searcher()
+        if searcher.num_docs == 0:
+            return Counter()
+        hits = searcher.search(tantivy.Query.all_query(), searcher.num_docs).hits
+        return Counter(searcher.fast_field_values("doc_id", [address for _, address in hits]))
+
+    def repair(self, progress: bool = True) -> CheckReport:
+        """Make both indexes agree with the table: rebuild an unreadable index, drop entries
+        of deleted documents, and index again every document missing from an index (with
+        those never indexed). Returns what ``check`` found before."""
+        with self.writing():
+            report = self.check()
+            if "bm25" in report.unreadable:
+                self._bm25 = None
+                shutil.rmtree(self.path / "bm25")  # derived from the table: rebuilt below
+            if "dense.usearch" in report.unreadable:
+                (self.path / "dense.usearch").unlink()
+                self._dense = None
+            orphans = sorted({i for ids in report.orphans.values() for i in ids})
+            if orphans:
+                self._unindex(orphans)
+            redo = {i for ids in report.missing.values() for i in ids} | set(report.duplicates)
+            self._flag(sorted(redo), indexed=False)
+            self.sync(progress=progress)
+        return report
 
     def reload(self) -> None:
         """Let searches see what the last commits added to the BM25 index."""
@@ -379,6 +648,8 @@ class MemoryBank:
         ]
 
     def search_dense(self, query: str, k: int) -> list[tuple[int, float]]:
+        """``(id, cosine)`` of the ``k`` nearest documents; ``DenseIndexError`` when the index
+        file cannot be read."""
         dense = self._dense_index()
         if len(dense) == 0:
             return []
@@ -388,6 +659,111 @@ class MemoryBank:
             (int(key), 1.0 - float(distance))
             for key, distance in zip(matches.keys, matches.distances, strict=True)
         ]
+
+
+def _stamp(file: Path) -> tuple[int, ...] | None:
+    """What tells one saved file from the next (a save replaces the file: a new inode)."""
+    try:
+        status = file.stat()
+    except FileNotFoundError:
+        return None
+    return (status.st_ino, status.st_mtime_ns, status.st_size)
+
+
+def _create_or_migrate(db: _Connection) -> None:
+    """Create the table, or bring an older bank's up to ``SCHEMA_VERSION``, in one
+    transaction (a second process waits, then finds it done).
+
+    Version 0 had ``INTEGER PRIMARY KEY`` without ``AUTOINCREMENT``, so a deleted last id
+    came back: the table is copied into one that never reuses an id. Ids deleted above the
+    highest one left before the migration cannot be known, and may be given once more.
+    """
+    if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            old = db.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'documents'"
+            ).fetchone()
+            if old is not None:
+                db.execute("DROP INDEX IF EXISTS documents_domain")
+                db.execute("ALTER TABLE documents RENAME TO documents_v0")
+            db.execute(TABLE)
+            if old is not None:
+                db.execute(f"INSERT INTO documents ({COLUMNS}) SELECT {COLUMNS} FROM documents_v0")
+                db.execute("DROP TABLE documents_v0")
+            db.execute(DOMAIN_INDEX)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
+
+
+class _Cursor(sqlite3.Cursor):
+    """A cursor whose errors from a damaged file say which file, and what repairs it."""
+
+    def execute(self, *args: Any) -> Any:
+        with _damage_named(self.connection):
+            return super().execute(*args)
+
+    def executemany(self, *args: Any) -> Any:
+        with _damage_named(self.connection):
+            return super().executemany(*args)
+
+    def executescript(self, *args: Any) -> Any:
+        with _damage_named(self.connection):
+            return super().executescript(*args)
+
+    def fetchone(self) -> Any:
+        with _damage_named(self.connection):
+            return super().fetchone()
+
+    def fetchmany(self, *args: Any) -> Any:
+        with _damage_named(self.connection):
+            return super().fetchmany(*args)
+
+    def fetchall(self) -> Any:
+        with _damage_named(self.connection):
+            return super().fetchall()
+
+    def __next__(self) -> Any:
+        with _damage_named(self.connection):
+            return super().__next__()
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose cursors are ``_Cursor``s (``execute`` makes one with ``cursor``)."""
+
+    file: Path = Path("bank.sqlite")
+
+    def cursor(self, factory: Any = None) -> Any:  # type: ignore[override]
+        return super().cursor(factory or _Cursor)
+
+    def commit(self) -> None:
+        with _damage_named(self):
+            super().commit()
+
+
+@contextlib.contextmanager
+def _damage_named(connection: Any) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.DatabaseError as error:
+        name = getattr(error, "sqlite_errorname", "")
+        if name not in ("SQLITE_CORRUPT", "SQLITE_NOTADB") and type(error) is not (
+            sqlite3.DatabaseError
+        ):
+            raise
+        file = getattr(connection, "file", "bank.sqlite")
+        raise BankError(
+            f"{file} is damaged ({error}). It holds the documents themselves, so no index can "
+            f"rebuild it: restore it from a backup, or save what is readable with "
+            f"`sqlite3 {file} .recover | sqlite3 recovered.sqlite`, put that in its place and "
+            f"run `longscan bank repair --bank {Path(file).parent}`; or move the folder away "
+            "and add the documents again"
+        ) from None
 
 
 def embed_openings(texts: Sequence[str]) -> np.ndarray:
