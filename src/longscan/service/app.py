@@ -4,6 +4,14 @@ Documents are uploaded (or pasted) into the bank under ``data_dir``; a question 
 one or more of them and answered with evidence sentences (document id, character offsets,
 score), plus an LLM's cited answer when one is configured. ``/api/ask/stream`` sends the
 same result as server-sent events, preceded by the encoding progress of a new document.
+
+Offsets (``start``, ``end``) count Unicode code points, as Python's ``str`` does: a character
+outside the Basic Multilingual Plane (an emoji, CJK extension B) is one position. JavaScript
+strings count UTF-16 code units, where such a character is two; the page converts.
+
+Requests pass, outermost first: the ``Host`` check (only the names the service is bound
+to, against DNS rebinding), the same-origin check on writes, the key check, the body limit,
+then the routes; each refusal is made before the body is read.
 """
 
 from __future__ import annotations
@@ -11,10 +19,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import secrets
 import time
-from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from importlib import resources
@@ -23,27 +31,70 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, File, HTTPException, Request, Response, UploadFile
 from fastapi import Path as PathParameter
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.security import APIKeyHeader
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from longscan import __version__
 from longscan.bank.store import DocumentInfo
 from longscan.documents import DocumentError, Evidence
 from longscan.retrievers.base import MAX_QUERY_CHARS
-from longscan.service.engine import Busy, Engine, TimedOut, UnknownDocument
-from longscan.service.limits import MAX_NAME_BYTES, BodyLimit, UnsafeName, upload_path
+from longscan.service.engine import Abandoned, Busy, Engine, TimedOut, UnknownDocument
+from longscan.service.limits import (
+    MAX_NAME_BYTES,
+    BodyLimit,
+    KeyCheck,
+    SameOriginWrites,
+    UnsafeName,
+    key_matches,
+    upload_path,
+)
 from longscan.service.settings import ServiceSettings
 
 logger = logging.getLogger(__name__)
 MAX_DOCUMENTS_PER_QUESTION = 50
 SQLITE_MAX_INTEGER = 2**63 - 1
 DocId = Annotated[int, Field(ge=1, le=SQLITE_MAX_INTEGER, description="A bank id.")]
-ERROR_STATUS: dict[type[Exception], int] = {Busy: 503, TimedOut: 504, UnknownDocument: 404}
+ERROR_STATUS: dict[type[Exception], int] = {
+    Busy: 503,
+    TimedOut: 504,
+    Abandoned: 504,
+    UnknownDocument: 404,
+}
 UPLOAD_CHUNK_BYTES = 1 << 20
 STATIC = resources.files("longscan.service") / "static"
 API_KEY = APIKeyHeader(name="X-API-Key", auto_error=False)
+OPEN_PATHS = frozenset({"/", "/api/health"})  # the page, its files and health need no key
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def needs_key(path: str) -> bool:
+    """Whether a request for ``path`` must carry the key (when the service has one): the
+    API, the schema and the metrics do; the page, its static files and health do not."""
+    return path not in OPEN_PATHS and not path.startswith("/static/")
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unicode(text: str) -> str:
+    """Refuse a lone surrogate: JSON can carry one (``"\\ud800"``) but it is no text, and
+    nothing could encode it to store, scan or answer."""
+    found = SURROGATE.search(text)
+    if found is not None:
+        raise ValueError(
+            f"holds a lone surrogate (U+{ord(found.group()):04X} at character "
+            f"{found.start():,}), which is not Unicode text"
+        )
+    return text
+
+
+Text = Annotated[str, AfterValidator(_unicode)]
 
 
 # ---------------------------------------------------------------------------- schemas
@@ -66,20 +117,24 @@ class DocumentText(DocumentOut):
 
 
 class PasteIn(BaseModel):
-    name: str = Field(min_length=1, max_length=MAX_NAME_BYTES, description="A file name.")
-    text: str = Field(min_length=1)
+    name: Text = Field(min_length=1, max_length=MAX_NAME_BYTES, description="A file name.")
+    text: Text = Field(min_length=1)
 
 
 class AskIn(BaseModel):
-    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    question: Text = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     doc_ids: list[DocId] = Field(min_length=1, max_length=MAX_DOCUMENTS_PER_QUESTION)
     top_k: int | None = Field(default=None, ge=1, le=200)
 
 
 class EvidenceOut(BaseModel):
     doc_id: str = Field(description="The bank id of the document, as text.")
-    start: int = Field(description="First character, inclusive, in the document's text.")
-    end: int = Field(description="Last character, exclusive.")
+    start: int = Field(
+        description="First character, inclusive, in the document's text, counted in Unicode "
+        "code points (Python's str; JavaScript's UTF-16 indices differ after any character "
+        "outside the Basic Multilingual Plane)."
+    )
+    end: int = Field(description="Last character, exclusive, in code points.")
     score: float
     unit: int = Field(description="Index of the sentence in its document.")
     text: str
@@ -104,7 +159,12 @@ class Health(BaseModel):
     status: Literal["ok"]
     version: str
     documents: int
-    queued: int
+    queued: int = Field(description="Jobs waiting for the worker.")
+    running: int = Field(description="Jobs the worker is running (0 or 1).")
+    abandoned: int = Field(
+        description="Of those queued or running, jobs whose client already gave up (504 or a "
+        "closed connection); a running one stops at its next checkpoint."
+    )
     llm: str | None
 
 
@@ -112,28 +172,76 @@ class Health(BaseModel):
 
 
 class Metrics:
-    """Counters in Prometheus' text format, kept by hand: a handful needs no client."""
+    """The service's Prometheus metrics, in a registry of its own (apps never share series).
 
-    def __init__(self) -> None:
-        self.requests: Counter[tuple[str, str, int]] = Counter()
-        self.ask_seconds = 0.0
-        self.asks = 0
+    Every label takes a bounded set of values, so no client can grow the exposition: the
+    method is one of the HTTP methods or ``other``, the route the matched route's template or
+    ``unmatched``, the status one of the few HTTP defines.
+    """
 
-    def exposition(self, engine: Engine) -> str:
-        lines = ["# TYPE longscan_requests_total counter"]
-        for (method, route, status), count in sorted(self.requests.items()):
-            labels = f'method="{method}",route="{route}",status="{status}"'
-            lines.append(f"longscan_requests_total{{{labels}}} {count}")
-        lines += [
-            "# TYPE longscan_ask_seconds summary",
-            f"longscan_ask_seconds_sum {self.ask_seconds:.6f}",
-            f"longscan_ask_seconds_count {self.asks}",
-            "# TYPE longscan_queued gauge",
-            f"longscan_queued {engine.pending}",
-            "# TYPE longscan_documents gauge",
-            f"longscan_documents {engine.document_count}",
-        ]
-        return "\n".join(lines) + "\n"
+    def __init__(self, engine: Engine) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Summary
+
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "longscan_requests",
+            "HTTP requests answered.",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.ask_seconds = Summary(
+            "longscan_ask_seconds", "Seconds to answer a question.", registry=self.registry
+        )
+        gauges = {
+            "longscan_queued": ("Jobs waiting for the worker.", lambda: engine.counts().queued),
+            "longscan_running": ("Jobs the worker runs.", lambda: engine.counts().running),
+            "longscan_abandoned": (
+                "Queued or running jobs whose client gave up.",
+                lambda: engine.counts().abandoned,
+            ),
+            "longscan_documents": ("Documents in the bank.", lambda: engine.document_count),
+            "longscan_document_cache_bytes": (
+                "Memory held by segmented documents kept for reuse.",
+                lambda: engine.documents_bytes,
+            ),
+        }
+        for name, (description, read) in gauges.items():
+            Gauge(name, description, registry=self.registry).set_function(read)
+
+    def count(self, method: str, route: str, status: int) -> None:
+        method = method if method in METHODS else "other"
+        self.requests.labels(method, route, str(status)).inc()
+
+    def exposition(self) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+class CountRequests:
+    """Counts every answer, refusals by the guards included, by method, route and status."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500  # what the server answers when the app fails before it starts one
+
+        async def watched(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")
+            self.metrics.count(scope["method"], route, status)
 
 
 # ------------------------------------------------------------------------------- app
@@ -148,9 +256,15 @@ def _document_out(info: DocumentInfo) -> DocumentOut:
 
 
 def create_app(settings: ServiceSettings) -> FastAPI:
-    """The service over ``settings.data_dir``; the scanner loads when the app starts."""
+    """The service over ``settings.data_dir``; the scanner loads when the app starts.
+
+    The interactive docs (``/docs``, ``/redoc``) are off: FastAPI's pages load Swagger UI
+    and ReDoc from a CDN, so they are blank offline and would run third-party script
+    beside the API. The schema itself is at ``/openapi.json`` (behind the key, if any) for
+    any OpenAPI viewer.
+    """
     engine = Engine(settings)
-    metrics = Metrics()
+    metrics = Metrics(engine)
     uploads = settings.data_dir / "uploads"
     uploads.mkdir(parents=True, exist_ok=True)
     llm_client = None
@@ -167,28 +281,29 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     app = FastAPI(
         title="longscan",
         version=__version__,
-        description="Question answering over very long documents, with evidence by offsets.",
+        description=(
+            "Question answering over very long documents, with evidence by offsets. "
+            "Offsets count Unicode code points (Python's str), not UTF-16 code units."
+        ),
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
+    app.state.engine = engine
+    # add_middleware wraps what was added before: the last one added sees a request first
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(KeyCheck, api_key=settings.api_key, guarded=needs_key)
+    app.add_middleware(SameOriginWrites)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts())
+    app.add_middleware(CountRequests, metrics=metrics)
 
     def authorised(key: Annotated[str | None, Depends(API_KEY)]) -> None:
-        if settings.api_key and not secrets.compare_digest(
-            (key or "").encode(), settings.api_key.encode()
-        ):
+        """The key as the schema documents it (``KeyCheck`` refused a wrong one already)."""
+        if settings.api_key and not key_matches(key, settings.api_key):
             raise HTTPException(401, "a valid X-API-Key header is required")
 
     guarded = [Depends(authorised)]
     running: set[asyncio.Task[None]] = set()
-
-    @app.middleware("http")
-    async def count_requests(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        response = await call_next(request)
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        metrics.requests[(request.method, route, response.status_code)] += 1
-        return response
 
     for error, status in ERROR_STATUS.items():
 
@@ -198,24 +313,44 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
         app.add_exception_handler(error, handler)
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, error: RequestValidationError) -> Response:
+        """422 with where and why, without echoing the input: it may be megabytes of text,
+        or hold a lone surrogate that no UTF-8 response can carry."""
+        errors = [
+            {"loc": item.get("loc"), "msg": item.get("msg"), "type": item.get("type")}
+            for item in error.errors()
+        ]
+        body = json.dumps({"detail": jsonable_encoder(errors)})  # ASCII: \u escapes
+        return Response(body, 422, media_type="application/json")
+
     # ------------------------------------------------------------------- documents
 
     async def store(name: str, chunks: AsyncIterator[bytes]) -> UploadOut:
-        """Save an upload under its checked name, then read it into the bank."""
+        """Write an upload beside its checked name, then have the worker read it into the
+        bank and put it in place (``Engine.add_file``): uploads under one name are read and
+        stored one at a time, and a refused one leaves the stored file as it was."""
         try:
             path = upload_path(uploads, name)
         except UnsafeName as error:
             raise HTTPException(400, str(error)) from None
         partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part")
-        with partial.open("wb") as handle:
-            async for chunk in chunks:
-                handle.write(chunk)
-        partial.replace(path)
         try:
-            info, status, decoding_errors = await engine.call(engine.add_file, path, name)
+            with partial.open("wb") as handle:
+                async for chunk in chunks:
+                    handle.write(chunk)
+        except BaseException:  # a full disk, a client gone
+            partial.unlink(missing_ok=True)
+            raise
+        try:  # from here the worker removes the partial file, whatever becomes of the job
+            info, status, decoding_errors = await engine.call(
+                engine.add_file, partial, path, name, on_skip=partial.unlink
+            )
+        except Busy:  # refused before the worker got it
+            partial.unlink(missing_ok=True)
+            raise
         except DocumentError as error:
-            path.unlink(missing_ok=True)
-            raise HTTPException(400, str(error).replace(str(path), name)) from None
+            raise HTTPException(400, str(error).replace(str(partial), name)) from None
         return UploadOut(**asdict(info), status=status, decoding_errors=decoding_errors)  # type: ignore[arg-type]
 
     @app.post("/api/documents", dependencies=guarded, tags=["documents"])
@@ -233,7 +368,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         """Store pasted text as a file called ``name`` and add it to the bank."""
 
         async def chunks() -> AsyncIterator[bytes]:
-            yield document.text.encode("utf-8", "surrogatepass")
+            yield document.text.encode("utf-8")  # no lone surrogates: validated
 
         return await store(document.name, chunks())
 
@@ -285,8 +420,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             except LLMError as error:
                 llm_error = str(error)
         seconds = time.perf_counter() - started
-        metrics.asks += 1
-        metrics.ask_seconds += seconds
+        metrics.ask_seconds.observe(seconds)
         return AskOut(
             question=request.question,
             evidence=_evidence_out(evidence),
@@ -347,19 +481,29 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
     @app.get("/api/health", tags=["operations"])
     async def health() -> Health:
-        """Liveness without a key: answers even while the scanner is busy."""
+        """Liveness without a key: answers even while the scanner is busy, and says what
+        the worker holds (abandoned work included, until it stops)."""
+        counts = engine.counts()
         return Health(
             status="ok",
             version=__version__,
             documents=engine.document_count,
-            queued=engine.pending,
+            queued=counts.queued,
+            running=counts.running,
+            abandoned=counts.abandoned,
             llm=None if settings.llm is None else settings.llm.model,
         )
 
-    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
-    async def prometheus_metrics() -> str:
+    @app.get(
+        "/metrics",
+        dependencies=guarded,
+        tags=["operations"],
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {}}}},
+    )
+    async def prometheus_metrics() -> Response:
         """Request counts, question latency and the queue, in Prometheus' text format."""
-        return metrics.exposition(engine)
+        return metrics.exposition()
 
     # ---------------------------------------------------------------------- page
 
@@ -372,5 +516,11 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
 
 def _event(name: str, data: Any) -> str:
-    """One server-sent event; JSON never holds a raw newline, so one data line suffices."""
-    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+    """One server-sent event; JSON never holds a raw newline, so one data line suffices.
+
+    U+2028 and U+2029 are escaped too: they are no line ends in SSE, but many line
+    splitters (JavaScript's ``.`` and ``$``, Python's ``splitlines``) take them for one.
+    """
+    data_line = json.dumps(data, ensure_ascii=False)
+    data_line = data_line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return f"event: {name}\ndata: {data_line}\n\n"

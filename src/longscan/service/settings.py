@@ -7,6 +7,7 @@ however it is started (``longscan serve``, a test, an ASGI server of the user's 
 from __future__ import annotations
 
 import ipaddress
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
     from longscan.answering.llm import LLMConfig
 
 LOOPBACK_NAMES = ("localhost",)
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")  # as a Host header names them
+WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
 MIB = 1 << 20
 
 
@@ -26,6 +29,17 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False  # a host name may resolve to anything: treat it as public
+
+
+def host_header_name(host: str) -> str:
+    """``host`` as the host part of an HTTP ``Host`` header: lower case, IPv6 in brackets."""
+    host = host.strip().lower()
+    try:
+        if ipaddress.ip_address(host.strip("[]")).version == 6:
+            return f"[{host.strip('[]')}]"
+    except ValueError:
+        pass
+    return host
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,11 @@ class ServiceSettings:
         max_queued: Questions waiting for the scanner beyond which new ones get 503.
         top_k: Evidence sentences returned when the request does not say.
         llm: Answers with citations when set.
+        allowed_hosts: Host names accepted in the ``Host`` header besides the bound one
+            (``trusted_hosts``); ``"*"`` accepts any, which gives up the defence against
+            DNS rebinding.
+        cache_bytes: Memory the in-memory caches may each hold (segmented documents,
+            sentence vectors); least recently used entries are dropped beyond it.
     """
 
     data_dir: Path
@@ -52,6 +71,8 @@ class ServiceSettings:
     max_queued: int = 256
     top_k: int = 10
     llm: LLMConfig | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    cache_bytes: int = 256 * MIB
 
     def __post_init__(self) -> None:
         if not is_loopback(self.host) and not self.api_key:
@@ -65,3 +86,27 @@ class ServiceSettings:
             raise ValueError("scan_timeout_s must be positive")
         if self.max_queued < 1:
             raise ValueError("max_queued must be at least 1")
+        if self.cache_bytes < 0:
+            raise ValueError("cache_bytes must not be negative")
+        for name in self.allowed_hosts:
+            if name != "*" and ("*" in name or "/" in name or not name.strip()):
+                raise ValueError(f"{name!r}: an allowed host is a host name or address")
+
+    def trusted_hosts(self) -> list[str]:
+        """The names a request's ``Host`` header may carry (its port aside).
+
+        A page on another site that gets its own name resolved to this machine (DNS
+        rebinding) sends that name, so only the names this service is reached by pass: the
+        bound host; every loopback name when bound to loopback; when bound to every
+        interface (``0.0.0.0``, ``::``), the loopback names and this machine's host name.
+        ``allowed_hosts`` adds more (the name clients use for a public bind).
+        """
+        if "*" in self.allowed_hosts:
+            return ["*"]
+        names = [host_header_name(self.host)]
+        if is_loopback(self.host) or self.host.strip() in WILDCARD_HOSTS:
+            names += LOOPBACK_HOSTS
+        if self.host.strip() in WILDCARD_HOSTS:
+            names += [socket.gethostname().lower(), socket.getfqdn().lower()]
+        names += [host_header_name(name) for name in self.allowed_hosts]
+        return sorted({name for name in names if name and name not in WILDCARD_HOSTS})

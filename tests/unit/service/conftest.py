@@ -1,5 +1,6 @@
 """One service (one scanner load) shared by the service tests: a loopback app with an API
-key, a small body limit, and a client that sends the key."""
+key, a small body limit, and a client that sends the key to the address the app is bound to
+(the app refuses any other ``Host``, as it would a DNS-rebinding page)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from longscan.service import ServiceSettings, create_app
 
 API_KEY = "test-key"
 MAX_UPLOAD_BYTES = 64 * 1024
+CACHE_BYTES = 256 * 1024
+BASE_URL = "http://127.0.0.1:8000"  # what a browser sends to a service bound to 127.0.0.1
 STORY = (
     "Mara kept the spare key under the blue flowerpot by the back door. "
     "Her brother Tom never found it.\n\n"
@@ -34,6 +37,11 @@ def max_upload_bytes() -> int:
 
 
 @pytest.fixture(scope="session")
+def base_url() -> str:
+    return BASE_URL
+
+
+@pytest.fixture(scope="session")
 def story() -> str:
     return STORY
 
@@ -45,9 +53,12 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def service(data_dir: Path) -> Iterator[tuple[FastAPI, TestClient]]:
-    settings = ServiceSettings(data_dir, api_key=API_KEY, max_upload_bytes=MAX_UPLOAD_BYTES)
+    settings = ServiceSettings(
+        data_dir, api_key=API_KEY, max_upload_bytes=MAX_UPLOAD_BYTES, cache_bytes=CACHE_BYTES
+    )
     app = create_app(settings)
-    with TestClient(app, headers={"X-API-Key": API_KEY}) as client:  # runs the startup
+    headers = {"X-API-Key": API_KEY}
+    with TestClient(app, base_url=BASE_URL, headers=headers) as client:  # runs the startup
         yield app, client
 
 

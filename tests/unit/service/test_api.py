@@ -122,12 +122,13 @@ def test_the_page_and_its_script_are_served(client: TestClient) -> None:
 
 
 def test_answer_citations_map_to_evidence_offsets(
-    data_dir: Path, tmp_path: Path, story: str
+    data_dir: Path, tmp_path: Path, story: str, base_url: str
 ) -> None:
     server = ScriptedServer([(200, completion_body("Under the blue flowerpot [1]."), 0.0)])
     try:
         llm = LLMConfig(server.url, "scripted", max_retries=0, cache_path=str(tmp_path / "c.db"))
-        with TestClient(create_app(ServiceSettings(data_dir, llm=llm))) as client:
+        app = create_app(ServiceSettings(data_dir, llm=llm))
+        with TestClient(app, base_url=base_url) as client:
             doc_id = client.post(
                 "/api/documents/text", json={"name": "story.txt", "text": story}
             ).json()["id"]

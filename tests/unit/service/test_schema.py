@@ -17,8 +17,13 @@ from longscan.service import ServiceSettings, create_app
 
 KEY = "schema-key"
 DATA_DIR = Path(tempfile.mkdtemp(prefix="longscan-schema-"))
-APP = create_app(ServiceSettings(DATA_DIR, api_key=KEY, max_upload_bytes=256 * 1024))
-schema = schemathesis.openapi.from_asgi("/openapi.json", APP)  # parametrize needs it at import
+SETTINGS = ServiceSettings(
+    DATA_DIR, api_key=KEY, max_upload_bytes=256 * 1024, allowed_hosts=("testserver",)
+)  # schemathesis calls the app by the test client's name
+APP = create_app(SETTINGS)
+schema = schemathesis.openapi.from_asgi(  # parametrize needs it at import
+    "/openapi.json", APP, headers={"X-API-Key": KEY}
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
