@@ -37,6 +37,9 @@ HOTPOTQA_FILES: dict[Split, str] = {
     "train": "hotpotqa/hotpot-train-sample100.json",
     "dev": "hotpotqa/hotpot-dev-distractor-sample100.json",
 }
+# 991 more questions for training, disjoint from the dev sample's gold paragraphs (the data's
+# README); they join the train split wherever the data directory has them.
+HOTPOTQA_TRAIN_EXTRA = "hotpotqa/hotpot-dev-distractor-extra.json"
 MUSIQUE_FILE = "musique/musique-train-sample100.json"
 LEVAL_FILES = {
     "coursera": "leval/Closed-ended-tasks/coursera.jsonl",
@@ -289,10 +292,15 @@ def read_hotpotqa(path: Path) -> tuple[MultiHopQuestion, ...]:
 def load_hotpotqa(
     data_dir: str | Path | None = None, split: Split = "dev"
 ) -> list[MultiHopQuestion]:
-    """The HotpotQA questions of one file: ``train`` or ``dev`` (distractor setting)."""
+    """The HotpotQA questions of one split: ``dev`` is the development sample; ``train`` is
+    the train sample plus, where present, the 991 extra training questions."""
     if split not in HOTPOTQA_FILES:
         raise ValueError(f"unknown HotpotQA split {split!r}; choose one of {SPLITS}")
-    return list(read_hotpotqa(data_path(HOTPOTQA_FILES[split], data_dir).resolve()))
+    questions = list(read_hotpotqa(data_path(HOTPOTQA_FILES[split], data_dir).resolve()))
+    extra = Path(data_dir if data_dir is not None else default_data_dir()) / HOTPOTQA_TRAIN_EXTRA
+    if split == "train" and extra.exists():
+        questions.extend(read_hotpotqa(extra.resolve()))
+    return questions
 
 
 def _hop_sentences(body: str, hops: Sequence[tuple[str, str]]) -> list[tuple[int, int]]:

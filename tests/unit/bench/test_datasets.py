@@ -10,6 +10,7 @@ import pytest
 from longscan.bench.datasets import (
     DATA_DIR_ENV,
     HOTPOTQA_FILES,
+    HOTPOTQA_TRAIN_EXTRA,
     LEVAL_FILES,
     LOONG_FILE,
     MUSIQUE_FILE,
@@ -83,6 +84,8 @@ def test_squad_misplaced_answer_is_dropped(tmp_path: Path) -> None:
 @pytest.mark.parametrize("split", ["train", "dev"])
 def test_hotpotqa_support_is_the_supporting_sentences(data_dir: Path, split: str) -> None:
     raw = _raw(data_dir / HOTPOTQA_FILES[split])
+    if split == "train":  # the 991 extra training questions follow the train sample
+        raw += _raw(data_dir / HOTPOTQA_TRAIN_EXTRA)
     questions = load_hotpotqa(data_dir, split)
     assert len(questions) == len(raw)
     assert len({q.id for q in questions}) == len(questions)
@@ -251,3 +254,15 @@ def test_loong_prefers_one_report_when_a_name_is_ambiguous(data_dir: Path) -> No
         for name, candidates in item.metadata["ambiguous_docs"].items():
             chosen = next(d.id for d in item.documents if financial_name(d.id) == name)
             assert chosen == candidates[0]
+
+
+def test_hotpotqa_train_holds_the_extra_questions_and_none_of_dev(data_dir: Path) -> None:
+    train = load_hotpotqa(data_dir, "train")
+    dev = load_hotpotqa(data_dir, "dev")
+    assert len(train) == len(_raw(data_dir / HOTPOTQA_FILES["train"])) + len(
+        _raw(data_dir / HOTPOTQA_TRAIN_EXTRA)
+    )
+    assert not {q.id for q in train} & {q.id for q in dev}
+    dev_gold = {p.title for q in dev for p in q.paragraphs if p.support}
+    extra = train[len(_raw(data_dir / HOTPOTQA_FILES["train"])) :]
+    assert not {p.title for q in extra for p in q.paragraphs if p.support} & dev_gold
