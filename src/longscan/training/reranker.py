@@ -1,0 +1,408 @@
+"""Training pairs for the cross-encoder, mined from the training split's long documents, and
+its fine-tuning with sentence-transformers' ``CrossEncoderTrainer``.
+
+The negatives that matter are the look-alikes a first stage confuses with the evidence, in
+the *same* long document: the best-ranked non-gold sentences under BM25 and under the dense
+encoder, plus a few random sentences of the document so the model still sees easy text.
+
+Multi-hop items also give second-round pairs: the question joined with one supporting
+sentence (``join_hop``) against the supporting sentences of the *other* paragraphs, with
+negatives mined for that joined query. Positives and negatives are read in context
+(``sentence_in_context``), exactly as the re-ranker reads them at query time.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from longscan.bench.builders import build_multihop, build_squad_long
+from longscan.bench.items import QAItem
+from longscan.documents import Document
+from longscan.encoders.minilm import SentenceEncoder
+from longscan.evaluation.gold import gold_unit_labels
+from longscan.rerankers.cross_encoder import (
+    AdapterConfig,
+    adapter_tensors,
+    base_cross_encoder,
+    join_hop,
+    save_adapter,
+    sentence_in_context,
+)
+from longscan.retrievers.bm25 import build_index, tokenize
+
+
+@dataclass
+class Pair:
+    """One training pair: ``label`` 1.0 when ``passage`` is evidence for ``query``."""
+
+    query: str
+    passage: str
+    label: float
+    kind: str  # "hop1" (the question) or "hop2" (the question joined with a first hop)
+    source: str
+
+
+@dataclass(frozen=True)
+class MiningConfig:
+    """How many negatives each query gets, by where they come from."""
+
+    bm25_negatives: int = 3
+    dense_negatives: int = 3
+    random_negatives: int = 1
+    second_hop: bool = True
+
+
+class _VectorCache:
+    """Sentence vectors by text: distractor paragraphs recur across training documents."""
+
+    def __init__(self, encoder: SentenceEncoder) -> None:
+        self.encoder = encoder
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))
+        if missing:
+            for text, vector in zip(missing, self.encoder.encode(missing), strict=True):
+                self.vectors[text] = vector
+        if not texts:
+            return np.zeros((0, self.encoder.dim), dtype=np.float32)
+        return np.stack([self.vectors[t] for t in texts])
+
+
+@dataclass
+class _Miner:
+    encoder: _VectorCache
+    config: MiningConfig
+    rng: random.Random
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def negatives(
+        self, query: str, texts: list[str], index: Any, vectors: np.ndarray, exclude: set[int]
+    ) -> list[int]:
+        """Hard negatives (best non-gold under BM25, then dense) and random ones."""
+        chosen: list[int] = []
+        bm25 = np.asarray(index.get_scores(tokenize([query])[0]), dtype=np.float64)
+        dense = vectors @ self.encoder([query])[0]
+        for scores, wanted in (
+            (bm25, self.config.bm25_negatives),
+            (dense, self.config.dense_negatives),
+        ):
+            taken = 0
+            for i in np.argsort(-scores, kind="stable").tolist():
+                if taken == wanted:
+                    break
+                if i not in exclude and i not in chosen:
+                    chosen.append(i)
+                    taken += 1
+        rest = [i for i in range(len(texts)) if i not in exclude and i not in chosen]
+        chosen.extend(self.rng.sample(rest, min(self.config.random_negatives, len(rest))))
+        return chosen
+
+    def item_pairs(self, item: QAItem, source: str) -> list[Pair]:
+        (document,) = item.documents
+        labels = gold_unit_labels(item)[document.id]
+        gold = set(np.flatnonzero(labels).tolist())
+        if not gold:
+            return []
+        texts = document.sentence_texts()
+        index = build_index(texts)
+        vectors = self.encoder(texts)
+        pairs = self._pairs(document, item.query, gold, gold, texts, index, vectors, "hop1")
+        if self.config.second_hop:
+            paragraph = document.sentence_paragraph
+            groups: dict[int, list[int]] = {}
+            for i in sorted(gold):
+                groups.setdefault(int(paragraph[i]), []).append(i)
+            if len(groups) > 1:
+                for members in groups.values():
+                    joined = join_hop(item.query, texts[members[0]])
+                    targets = gold - set(members)
+                    pairs += self._pairs(document, joined, targets, gold, texts, index, vectors)
+        for pair in pairs:
+            pair.source = source
+            self.counts[f"{source}/{pair.kind}/{int(pair.label)}"] = (
+                self.counts.get(f"{source}/{pair.kind}/{int(pair.label)}", 0) + 1
+            )
+        return pairs
+
+    def _pairs(
+        self,
+        document: Document,
+        query: str,
+        positives: set[int],
+        gold: set[int],
+        texts: list[str],
+        index: Any,
+        vectors: np.ndarray,
+        kind: str = "hop2",
+    ) -> list[Pair]:
+        negatives = self.negatives(query, texts, index, vectors, gold)
+        return [
+            Pair(query, sentence_in_context(document, i), label, kind, "")
+            for indices, label in ((sorted(positives), 1.0), (negatives, 0.0))
+            for i in indices
+        ]
+
+
+def mine_pairs(
+    sources: Iterable[tuple[str, Sequence[QAItem]]],
+    encoder: SentenceEncoder,
+    config: MiningConfig = MiningConfig(),
+    seed: int = 0,
+    progress: bool = True,
+) -> tuple[list[Pair], dict[str, int]]:
+    """Pairs of every item of every ``(source name, items)``, and their counts by
+    source/kind/label (for the model card)."""
+    miner = _Miner(_VectorCache(encoder), config, random.Random(seed))
+    pairs: list[Pair] = []
+    for name, items in sources:
+        for item in tqdm(items, desc=f"mining {name} pairs", disable=not progress):
+            pairs.extend(miner.item_pairs(item, name))
+    return pairs, dict(sorted(miner.counts.items()))
+
+
+OWN_PARAGRAPHS_ONLY = 1  # a target below a question's own paragraphs adds no foreign ones
+
+
+def training_sources(
+    max_per_source: dict[str, int | None],
+    seed: int = 0,
+    data_dir: str | None = None,
+    fingerprints: set[bytes] | None = None,
+) -> list[tuple[str, list[QAItem]]]:
+    """The training split's documents per source: SQuAD articles joined to 5k words (the
+    other paragraphs of an article are its look-alikes), HotpotQA (train sample + the 991
+    extra questions) and MuSiQue with sentence-level gold, each with its own paragraphs only:
+    the datasets chose those distractors to resemble the gold ones, the hardest negatives a
+    question has, and encoding them alone keeps mining within minutes here. Paragraphs
+    sharing a sentence with evaluation data (``fingerprints``) are never drawn."""
+    from longscan.training.data import CleanParagraphs
+
+    keep = CleanParagraphs(fingerprints) if fingerprints is not None else None
+    sources: list[tuple[str, list[QAItem]]] = []
+    for name, limit in max_per_source.items():
+        if name == "squad":
+            items = build_squad_long("train", 5_000, max_items=limit, seed=seed, data_dir=data_dir)
+        elif name in ("hotpotqa", "musique"):
+            items = build_multihop(
+                name,
+                "train",
+                OWN_PARAGRAPHS_ONLY,
+                max_items=limit,
+                seed=seed,
+                data_dir=data_dir,
+                keep=keep,
+                sentence_support=name == "musique",
+            )
+        else:
+            raise ValueError(f"unknown training source {name!r}; use squad, hotpotqa, musique")
+        sources.append((name, items))
+    return sources
+
+
+def save_pairs(pairs: Sequence[Pair], path: Path) -> None:
+    """One JSON object per line, so a retraining reads mined pairs instead of mining again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for pair in pairs:
+            handle.write(json.dumps(asdict(pair), ensure_ascii=False) + "\n")
+
+
+def load_pairs(path: Path) -> list[Pair]:
+    with path.open(encoding="utf-8") as handle:
+        return [Pair(**json.loads(line)) for line in handle if line.strip()]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The fine-tuning recipe (the model card records it)."""
+
+    epochs: float = 1.0
+    batch_size: int = 32
+    learning_rate: float = 3e-4
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    seed: int = 0
+    adapter: AdapterConfig = AdapterConfig()
+
+
+PROBE_PAIRS = 512  # pairs whose loss is measured before and after training
+
+
+def _pair_loss(model: Any, pairs: Sequence[Pair], pos_weight: Any) -> float:
+    """The training objective over ``pairs``, measured without dropout."""
+    import torch
+
+    logits = model.predict(
+        [(p.query, p.passage) for p in pairs],
+        batch_size=64,
+        activation_fn=torch.nn.Identity(),
+        convert_to_tensor=True,
+        show_progress_bar=False,
+    )
+    labels = torch.tensor([p.label for p in pairs], dtype=logits.dtype)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(
+        logits.reshape(-1), labels, pos_weight=pos_weight.to(logits.dtype)
+    )
+    return float(loss)
+
+
+def train_reranker(
+    pairs: Sequence[Pair],
+    out_dir: Path,
+    config: TrainConfig = TrainConfig(),
+    card: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Fine-tune a LoRA adapter and a fresh head over the packaged MiniLM on ``pairs``
+    (binary cross-entropy, positives weighted by #neg/#pos as in the scanner's loss) and save
+    them to ``out_dir``. Returns the training report (losses, steps, seconds)."""
+    import tempfile
+    import time
+
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from sentence_transformers.cross_encoder import (
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
+    )
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+    from transformers import TrainerCallback
+
+    from longscan import __version__
+
+    if not pairs:
+        raise ValueError("no training pairs")
+    torch.manual_seed(config.seed)
+    model = base_cross_encoder(config.adapter.max_length)
+    model.add_adapter(
+        LoraConfig(
+            r=config.adapter.rank,
+            lora_alpha=config.adapter.alpha,
+            target_modules=list(config.adapter.target_modules),
+            lora_dropout=0.1,
+            modules_to_save=["classifier"],
+            task_type="SEQ_CLS",
+        )
+    )
+    positives = sum(p.label for p in pairs)
+    pos_weight = torch.tensor((len(pairs) - positives) / max(positives, 1.0))
+    loss = BinaryCrossEntropyLoss(model, pos_weight=pos_weight)
+    data = Dataset.from_dict(
+        {
+            "query": [p.query for p in pairs],
+            "passage": [p.passage for p in pairs],
+            "label": [p.label for p in pairs],
+        }
+    )
+    losses: list[float] = []
+    probe = pairs[:: max(1, len(pairs) // PROBE_PAIRS)][:PROBE_PAIRS]
+    initial = _pair_loss(model, probe, pos_weight)
+
+    class _Losses(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "loss" in logs:
+                losses.append(float(logs["loss"]))
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="longscan-ce-") as scratch:
+        args = CrossEncoderTrainingArguments(
+            output_dir=scratch,
+            num_train_epochs=config.epochs,
+            per_device_train_batch_size=config.batch_size,
+            learning_rate=config.learning_rate,
+            warmup_ratio=config.warmup_ratio,
+            weight_decay=config.weight_decay,
+            lr_scheduler_type="cosine",
+            max_grad_norm=1.0,
+            seed=config.seed,
+            data_seed=config.seed,
+            logging_steps=max(1, len(pairs) // config.batch_size // 50),
+            save_strategy="no",
+            report_to="none",
+            use_cpu=True,
+            disable_tqdm=not progress,
+            dataloader_num_workers=0,
+        )
+        trainer = CrossEncoderTrainer(
+            model=model, args=args, train_dataset=data, loss=loss, callbacks=[_Losses()]
+        )
+        result = trainer.train()
+    report = {
+        "initial_loss": round(initial, 4),
+        "final_loss": round(_pair_loss(model, probe, pos_weight), 4),
+        "pairs": len(pairs),
+        "positives": int(positives),
+        "steps": int(result.global_step),
+        "seconds": round(time.perf_counter() - started, 1),
+        "losses": [round(v, 4) for v in losses],
+        "recipe": {
+            "epochs": config.epochs,
+            "batch_size": config.batch_size,
+            "learning_rate": config.learning_rate,
+            "warmup_ratio": config.warmup_ratio,
+            "weight_decay": config.weight_decay,
+            "seed": config.seed,
+            "loss": "BinaryCrossEntropyLoss, pos_weight = #neg / #pos",
+        },
+    }
+    tensors = adapter_tensors(model[0].model)
+    save_adapter(out_dir, tensors, config.adapter, {**(card or {}), **report}, __version__)
+    return report
+
+
+def run_reranker_training(
+    out_dir: Path,
+    max_per_source: dict[str, int | None],
+    mining: MiningConfig = MiningConfig(),
+    config: TrainConfig = TrainConfig(),
+    pairs_cache: Path | None = None,
+    data_dir: str | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Everything ``longscan train-reranker`` does: build the training split's documents
+    (decontaminated against every evaluation document), mine pairs (or read them from
+    ``pairs_cache``, written on first use), fine-tune, save. Returns the report."""
+    import time
+
+    import torch
+
+    from longscan.encoders.minilm import get_encoder
+    from longscan.training.data import evaluation_fingerprints
+
+    started = time.perf_counter()
+    torch.manual_seed(config.seed)
+    if pairs_cache is not None and pairs_cache.is_file():
+        pairs = load_pairs(pairs_cache)
+        counts: dict[str, int] = {}
+        for pair in pairs:
+            key = f"{pair.source}/{pair.kind}/{int(pair.label)}"
+            counts[key] = counts.get(key, 0) + 1
+    else:
+        fingerprints = evaluation_fingerprints(data_dir)
+        sources = training_sources(max_per_source, config.seed, data_dir, fingerprints)
+        pairs, counts = mine_pairs(sources, get_encoder(), mining, config.seed, progress)
+        if pairs_cache is not None:
+            save_pairs(pairs, pairs_cache)
+    card = {
+        "data": {
+            "split": "train (SQuAD articles and MuSiQue questions by hash, HotpotQA train "
+            "sample + the 991 extra questions); paragraphs sharing a sentence with any "
+            "evaluation document dropped",
+            "max_per_source": max_per_source,
+            "pairs_by_source_kind_label": dict(sorted(counts.items())),
+        },
+        "negatives": asdict(mining),
+    }
+    report = train_reranker(pairs, out_dir, config, card, progress)
+    report["seconds_total"] = round(time.perf_counter() - started, 1)
+    return report
