@@ -734,12 +734,21 @@ class _Cursor(sqlite3.Cursor):
 
 
 class _Connection(sqlite3.Connection):
-    """A connection whose cursors are ``_Cursor``s (``execute`` makes one with ``cursor``)."""
+    """A connection whose cursors are ``_Cursor``s."""
 
     file: Path = Path("bank.sqlite")
 
     def cursor(self, factory: Any = None) -> Any:  # type: ignore[override]
         return super().cursor(factory or _Cursor)
+
+    def execute(self, *args: Any) -> Any:  # type: ignore[override]
+        return self.cursor().execute(*args)
+
+    def executemany(self, *args: Any) -> Any:  # type: ignore[override]
+        return self.cursor().executemany(*args)
+
+    def executescript(self, *args: Any) -> Any:  # type: ignore[override]
+        return self.cursor().executescript(*args)
 
     def commit(self) -> None:
         with _damage_named(self):
