@@ -322,6 +322,53 @@ def train_command(
     console.print(f"wrote {out}", highlight=False)
 
 
+@app.command(name="train-reranker")
+def train_reranker_command(
+    out: Annotated[Path, typer.Option(help="Adapter folder to write.")],
+    squad: Annotated[int, typer.Option(min=0, help="SQuAD training questions.")] = 600,
+    hotpotqa: Annotated[
+        int | None, typer.Option(min=0, help="HotpotQA training questions (default: all).")
+    ] = None,
+    musique: Annotated[
+        int | None, typer.Option(min=0, help="MuSiQue training questions (default: all).")
+    ] = None,
+    epochs: Annotated[float, typer.Option(min=0.01)] = 1.0,
+    batch_size: Annotated[int, typer.Option(min=1)] = 32,
+    lr: Annotated[float, typer.Option(min=0.0)] = 3e-4,
+    seed: Annotated[int, typer.Option()] = 0,
+    threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 2,
+    pairs_cache: Annotated[
+        Path | None, typer.Option(help="JSONL of mined pairs: read if present, else written.")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Fine-tune the cross-encoder re-scorer (a LoRA adapter and a head over the packaged
+    MiniLM) on the shared datasets' train splits, with hard negatives mined by BM25 and
+    dense from each question's own document, and second-hop pairs."""
+    _setup_logging(verbose)
+    import torch
+
+    from longscan.rerankers.cross_encoder import AdapterConfig
+    from longscan.training.reranker import MiningConfig, TrainConfig, run_reranker_training
+
+    torch.set_num_threads(threads)
+    limits = {"squad": squad, "hotpotqa": hotpotqa, "musique": musique}
+    sources = {name: limit for name, limit in limits.items() if limit != 0}
+    try:
+        report = run_reranker_training(
+            out,
+            sources,
+            MiningConfig(),
+            TrainConfig(epochs, batch_size, lr, seed=seed, adapter=AdapterConfig()),
+            pairs_cache=pairs_cache,
+        )
+    except (ValueError, FileNotFoundError) as error:
+        raise _fail(str(error)) from None
+    summary = {k: report[k] for k in ("pairs", "steps", "initial_loss", "final_loss")}
+    console.print_json(json.dumps({**summary, "seconds_total": report["seconds_total"]}))
+    console.print(f"wrote {out}", highlight=False)
+
+
 @app.command()
 def ensemble(
     members: Annotated[
