@@ -17,13 +17,66 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperGroup
 
 if TYPE_CHECKING:
     from longscan.answering.llm import LLMClient, LLMConfig
     from longscan.bench.qa import QARun
     from longscan.documents import Document, Evidence
 
+# Control characters (C0 but tab and newline, DEL, C1) as visible \xNN escapes.
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (9, 10)}
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters shown as ``\\xNN``: text from a document, a
+    file name or an LLM reaches the terminal as text, never as escape sequences (which
+    could retitle the window or clear the screen). ``--json`` keeps the text verbatim."""
+    return text.translate(_CONTROL)
+
+
+def _print_error(message: str) -> None:
+    """``error: message`` on stderr, whole: read as text (no markup), never wrapped (rich
+    would cut a long path over lines at the console's width, 80 columns with no terminal)."""
+    shown = Text.assemble(("error:", "bold red"), " ", printable(message))
+    errors.print(shown, soft_wrap=True, highlight=False)
+
+
+# click's base of usage errors, whether typer vendors click (0.2x) or imports it (0.12)
+_CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+class _WholeErrors(TyperGroup):
+    """Typer's group, printing usage errors (a missing path, a bad value) as plain lines
+    that are never wrapped, where typer draws a panel that rich wraps at 80 columns."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except _CLICK_EXCEPTION as error:
+            if type(error).__name__ != "NoArgsIsHelpError":  # its help is already printed
+                _print_usage_error(error)
+            sys.exit(error.exit_code)
+        except typer.Abort:
+            errors.print("Aborted.", highlight=False)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _print_usage_error(error: Any) -> None:
+    """The usage line, where to find help, and ``error: message``, each whole."""
+    context = getattr(error, "ctx", None)
+    if context is not None:
+        hint = f"Try '{context.command_path} {context.help_option_names[0]}' for help."
+        for line in (context.get_usage(), hint):
+            errors.print(Text(line), soft_wrap=True, highlight=False)
+    _print_error(error.format_message())
+
+
 app = typer.Typer(
+    cls=_WholeErrors,
     help="Question answering over very long documents: find the evidence, cite it by offsets.",
     no_args_is_help=True,
     add_completion=False,
@@ -47,7 +100,7 @@ LocalLLM = Annotated[bool, typer.Option("--local", help="Start the small local m
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    errors.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    _print_error(message)
     return typer.Exit(code)
 
 
@@ -77,13 +130,18 @@ def _llm_config(
 
 
 def _highlighted(text: str, start: int, end: int, context: int) -> Text:
-    """The evidence in bold yellow inside ``context`` characters of surrounding text."""
+    """The evidence in bold yellow inside ``context`` characters of surrounding text, on one
+    line, control characters escaped (``printable``)."""
     left = max(0, start - context)
     right = min(len(text), end + context)
+
+    def line(part: str) -> str:
+        return printable(part.replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
+
     shown = Text()
-    shown.append(("…" if left else "") + text[left:start].replace("\n", " "), style="dim")
-    shown.append(text[start:end].replace("\n", " "), style="bold yellow")
-    shown.append(text[end:right].replace("\n", " ") + ("…" if right < len(text) else ""), "dim")
+    shown.append(("…" if left else "") + line(text[left:start]), style="dim")
+    shown.append(line(text[start:end]), style="bold yellow")
+    shown.append(line(text[end:right]) + ("…" if right < len(text) else ""), style="dim")
     return shown
 
 
@@ -145,8 +203,14 @@ def ask(
         _print_evidence(query, retriever or DEFAULT_RETRIEVER, evidence, documents, context)
         if answer is not None:
             cited = ", ".join(f"{c.doc_id} chars {c.start}–{c.end}" for c in answer.citations)
-            console.print(f"\n[bold green]Answer[/] ({llm_settings.model}): {answer.text.strip()}")
-            console.print(f"[dim]cites: {cited or 'nothing'}[/]", highlight=False)
+            console.print(
+                Text.assemble(
+                    "\n",
+                    ("Answer", "bold green"),
+                    f" ({printable(llm_settings.model)}): {printable(answer.text.strip())}",
+                )
+            )
+            console.print(Text(f"cites: {printable(cited or 'nothing')}", "dim"), highlight=False)
     if llm_settings is None and not as_json:
         from longscan.answering.llm import HOW_TO_ADD_AN_LLM
 
@@ -163,11 +227,15 @@ def _print_evidence(
     context: int,
 ) -> None:
     texts = {document.id: document.text for document in documents}
-    console.print(f"[bold]{query}[/]  ({retriever_name})")
+    console.print(Text.assemble((printable(query), "bold"), f"  ({printable(retriever_name)})"))
     for rank, item in enumerate(evidence, start=1):
         console.print(
-            f"\n[bold cyan]{rank}.[/] {item.doc_id} [dim]chars {item.start}–{item.end}"
-            f"  score {item.score:.4g}[/]",
+            Text.assemble(
+                "\n",
+                (f"{rank}.", "bold cyan"),
+                f" {printable(item.doc_id)} ",
+                (f"chars {item.start}–{item.end}  score {item.score:.4g}", "dim"),
+            ),
             highlight=False,
         )
         console.print(_highlighted(texts[item.doc_id], item.start, item.end, context))
@@ -674,7 +742,8 @@ def llm_serve(
     threads: Annotated[int, typer.Option(min=1)] = 2,
 ) -> None:
     """Serve the small local model (Gemma 3 270M) on 127.0.0.1 with llama.cpp's
-    OpenAI-compatible server until Ctrl-C; needs the [local-llm] extra."""
+    OpenAI-compatible server until Ctrl-C (or SIGTERM), which stop the server too; needs the
+    \\[local-llm] extra."""
     import time
 
     from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer

@@ -1,6 +1,13 @@
 from __future__ import annotations
 
 import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -64,3 +71,134 @@ def test_non_utf8_file_is_read_with_a_warning(tmp_path: Path) -> None:
 def test_eval_unknown_benchmark_is_a_message() -> None:
     result = runner.invoke(app, ["eval", "-b", "nope", "-r", "bm25-sentence"])
     assert result.exit_code == 2 and "nope" in result.output
+
+
+# ------------------------------------------------------------------ terminal output
+
+HOSTILE = (
+    "The vault opens at noon.\n\n"
+    "The key is under the \x1b]0;pwned\x07third stone.\x1b[2J Then \x9b31m it rained."
+)
+
+
+def test_ask_escapes_control_characters_in_the_terminal(tmp_path: Path) -> None:
+    """A document's escape sequences are shown, not obeyed (no retitled window, no cleared
+    screen); markup-like text in the question is printed as it is."""
+    path = tmp_path / "notes\x1b[1m.txt"
+    path.write_text(HOSTILE)
+    result = runner.invoke(
+        app, ["ask", str(path), "-q", "[bold]key stone[/]", "-r", "bm25-sentence"]
+    )
+    assert result.exit_code == 0, result.output
+    for raw in ("\x1b", "\x07", "\x9b"):
+        assert raw not in result.output
+    assert "\\x1b]0;pwned\\x07third stone.\\x1b[2J" in result.output
+    assert "\\x9b31m" in result.output and "notes\\x1b[1m.txt" in result.output
+    assert "[bold]key stone[/]" in result.output
+
+
+def test_ask_json_keeps_control_characters_verbatim(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text(HOSTILE)
+    result = runner.invoke(
+        app, ["ask", str(path), "-q", "key stone", "-r", "bm25-sentence", "--json", "-k", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout  # JSON writes them as \u001b
+    (evidence,) = json.loads(result.stdout)["evidence"]
+    assert "under the \x1b]0;pwned\x07third stone.\x1b[2J Then \x9b31m" in evidence["text"]
+    assert HOSTILE[evidence["start"] : evidence["end"]] == evidence["text"]
+
+
+# ------------------------------------------------------------------ errors print whole
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["bank", "add", "{path}"],  # typer's own check of the argument (it drew a panel)
+        ["ask", "{path}", "-q", "key"],  # the reader's error
+    ],
+)
+def test_errors_print_whole_on_one_line_at_80_columns(tmp_path: Path, command) -> None:
+    deep = tmp_path / ("a-rather-long-folder-name-" * 6) / "and-a-long-file-name.txt"
+    args = [part.replace("{path}", str(deep)) for part in command]
+    result = runner.invoke(app, args, env={"COLUMNS": "80"})
+    assert result.exit_code == 2
+    (line,) = [line for line in result.output.splitlines() if str(deep) in line]
+    assert line.startswith("error: ") and ("not exist" in line or "no such file" in line)
+    assert "Traceback" not in result.output
+
+
+def test_llm_serve_help_names_the_extra() -> None:
+    result = runner.invoke(app, ["llm-serve", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "needs the [local-llm] extra" in result.output
+
+
+# ------------------------------------------------------------------ llm-serve and signals
+
+# `longscan llm-serve` (the real command and LocalServer) with a stand-in for llama.cpp's
+# server: a small HTTP server that answers /v1/models, so the test needs no compiled extra.
+STAND_IN = """
+import os, sys
+from longscan.answering import local
+from longscan.cli import app
+
+folder, port = sys.argv[1], sys.argv[2]
+child = (
+    "import http.server, os, sys, functools; "
+    "open(sys.argv[1], 'w').write(str(os.getpid())); "
+    "handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2]); "
+    "http.server.HTTPServer(('127.0.0.1', int(sys.argv[3])), handler).serve_forever()"
+)
+local.LocalServer.command = lambda self: [
+    sys.executable, "-c", child, os.path.join(folder, "pid"), folder, str(self.port)
+]
+app(["llm-serve", "--port", port])
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")  # a zombie has stopped already
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
+def test_llm_serve_stops_its_server_when_stopped_by_a_signal(tmp_path: Path, number) -> None:
+    from longscan.answering.local import free_port
+
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / "models").write_text('{"data": []}')
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-c", STAND_IN, str(tmp_path), str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    server = None
+    try:
+        ready, _, _ = select.select([process.stdout], [], [], 120)
+        line = process.stdout.readline() if ready else ""
+        assert "serving" in line, line
+        server = int((tmp_path / "pid").read_text())
+        assert _alive(server)
+        process.send_signal(number)
+        code = process.wait(timeout=60)
+        assert code in (0, 128 + number, -number)
+        deadline = time.monotonic() + 20
+        while _alive(server) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(server), f"the server outlived `llm-serve` (exit {code})"
+        with socket.socket() as probe:  # and the port is free again
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(("127.0.0.1", port))
+    finally:
+        process.kill()
+        process.wait()
+        if server is not None and _alive(server):
+            os.kill(server, signal.SIGKILL)
