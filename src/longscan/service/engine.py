@@ -44,8 +44,9 @@ class TimedOut(RuntimeError):
     """A request waited and ran longer than the service allows (504)."""
 
 
-class Abandoned(RuntimeError):
-    """Raised on the worker thread at a checkpoint of a job nobody waits for any more."""
+class Abandoned(TimedOut):
+    """Raised on the worker thread at a checkpoint of a job whose time ran out: nobody
+    waits for it any more (or its caller is about to get ``TimedOut`` too)."""
 
 
 class UnknownDocument(LookupError):

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from httpx import Response
 
 from longscan.answering.llm import LLMConfig
 from longscan.service import ServiceSettings, create_app
@@ -141,3 +146,99 @@ def test_answer_citations_map_to_evidence_offsets(
     assert answer["citations"] == [answer["evidence"][0]] == result["evidence"]
     assert "flowerpot" in answer["citations"][0]["text"]
     assert "flowerpot" in server.requests[0]["messages"][-1]["content"]
+
+
+def post_raw_json(client: TestClient, path: str, body: dict[str, Any]) -> Response:
+    """POST ``body`` as ASCII JSON, which can carry a lone surrogate (``"\\ud800"``)."""
+    headers = {"Content-Type": "application/json"}
+    return client.post(path, content=json.dumps(body).encode(), headers=headers)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/ask", {"question": "Where is the key \ud800?", "doc_ids": [1]}),
+        ("/api/ask/stream", {"question": "\ud800", "doc_ids": [1]}),
+        ("/api/documents/text", {"name": "s.txt", "text": "Half a pair: \udc00."}),
+        ("/api/documents/text", {"name": "\ud800.txt", "text": "Text."}),
+    ],
+)
+def test_a_lone_surrogate_is_a_clear_client_error(
+    client: TestClient, path: str, body: dict[str, Any]
+) -> None:
+    response = post_raw_json(client, path, body)
+    assert response.status_code == 422, response.text
+    assert "unicode" in response.json()["detail"][0]["msg"]
+    assert client.get("/api/health").status_code == 200  # the connection and server live on
+
+
+def test_concurrent_uploads_under_one_name_each_get_their_own_content(
+    service: tuple[FastAPI, TestClient], data_dir: Path
+) -> None:
+    app, client = service
+    engine = app.state.engine
+    release = threading.Event()
+    texts = {"first": "A short text.", "second": "A longer text, with a second sentence. Yes."}
+    answers: dict[str, Any] = {}
+
+    def upload(which: str) -> None:
+        answers[which] = client.post(
+            "/api/documents", files={"file": ("same.txt", texts[which].encode())}
+        ).json()
+
+    held = client.portal.start_task_soon(engine.call, release.wait, 30)  # the worker is busy
+    threads = [threading.Thread(target=upload, args=(which,)) for which in texts]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while engine.counts().queued < 2 and time.monotonic() < deadline:  # both wait their turn
+        time.sleep(0.01)
+    release.set()
+    for thread in threads:
+        thread.join(60)
+    held.result(30)
+    for which, text in texts.items():
+        assert answers[which]["chars"] == len(text), (which, answers)
+    stored = (data_dir / "uploads" / "same.txt").read_text()
+    assert client.get(f"/api/documents/{answers['first']['id']}").json()["text"] == stored
+    assert not list((data_dir / "uploads").glob(".same.txt.*.part"))
+
+
+def test_a_refused_reupload_keeps_the_stored_file(client: TestClient, data_dir: Path) -> None:
+    kept = client.post("/api/documents", files={"file": ("keep.txt", b"The good text.")})
+    refused = client.post("/api/documents", files={"file": ("keep.txt", b"\x00\x01binary")})
+    assert (kept.status_code, refused.status_code) == (200, 400)
+    assert (data_dir / "uploads" / "keep.txt").read_bytes() == b"The good text."
+    doc = client.get(f"/api/documents/{kept.json()['id']}").json()
+    assert doc["text"] == "The good text."
+    assert not list((data_dir / "uploads").glob(".keep.txt.*.part"))
+
+
+def test_documents_kept_in_memory_are_bounded_by_bytes(
+    service: tuple[FastAPI, TestClient], max_upload_bytes: int
+) -> None:
+    app, client = service
+    engine = app.state.engine
+    budget = engine.settings.cache_bytes
+    line = "Each line of this document says the same thing again.\n"
+    ids = []
+    for number in range(6):  # each nearly the upload limit; six are over the budget
+        text = f"Document {number}.\n" + line * (max_upload_bytes * 9 // 10 // len(line))
+        response = client.post("/api/documents/text", json={"name": f"m{number}.txt", "text": text})
+        assert response.status_code == 200, response.text
+        ids.append(response.json()["id"])
+        assert client.get(f"/api/documents/{ids[-1]}").status_code == 200
+        assert 0 < engine.documents_bytes <= budget
+    assert 6 * max_upload_bytes * 9 // 10 > budget
+
+
+def test_a_short_request_timeout_still_starts_and_reports_the_worker(
+    tmp_path: Path, base_url: str
+) -> None:
+    """``serve --timeout 3`` must start: loading the scanner takes longer than any request
+    may, and it is no request."""
+    app = create_app(ServiceSettings(tmp_path, scan_timeout_s=0.01))
+    with TestClient(app, base_url=base_url) as client:
+        health = client.get("/api/health").json()
+    assert health["status"] == "ok"
+    assert (health["queued"], health["running"], health["abandoned"]) == (0, 0, 0)

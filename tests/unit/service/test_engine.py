@@ -7,9 +7,11 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from longscan.service.engine import Busy, Engine, TimedOut
+from longscan.encoders.cache import EmbeddingCache
+from longscan.service.engine import Busy, Engine, JobCounts, TimedOut
 from longscan.service.settings import ServiceSettings
 
 
@@ -55,3 +57,89 @@ def test_jobs_run_one_at_a_time_in_order(tmp_path: Path) -> None:
     ends = [end for _, end in spans[:-1]]
     starts = [start for start, _ in spans[1:]]
     assert all(end <= start for end, start in zip(ends, starts, strict=True))
+
+
+def test_an_abandoned_job_stops_at_its_next_checkpoint(tmp_path: Path) -> None:
+    engine = Engine(ServiceSettings(tmp_path, scan_timeout_s=0.2))
+    steps: list[int] = []
+
+    def long_job() -> None:  # 10 s of work, in steps, as an encoding is in batches
+        for step in range(1000):
+            engine.checkpoint()
+            steps.append(step)
+            time.sleep(0.01)
+
+    async def scenario() -> tuple[JobCounts, float]:
+        with pytest.raises(TimedOut):
+            await engine.call(long_job)
+        abandoned = engine.counts()
+        started = time.monotonic()
+        await engine.call(steps.append, -1)  # the worker is free again within a step
+        return abandoned, time.monotonic() - started
+
+    abandoned, waited = asyncio.run(scenario())
+    assert abandoned == JobCounts(queued=0, running=1, abandoned=1)
+    assert waited < 1.0 and steps[-1] == -1 and len(steps) < 100
+    assert engine.counts() == JobCounts(0, 0, 0) and engine.pending == 0
+
+
+def test_work_nobody_waits_for_is_counted_until_it_ends(tmp_path: Path) -> None:
+    """A job without checkpoints runs on after its 504: health must say the worker is busy
+    (it said ``queued: 0``), and the queue bound must count it."""
+    engine = Engine(ServiceSettings(tmp_path, scan_timeout_s=0.2, max_queued=2))
+    release = threading.Event()
+    skipped: list[str] = []
+
+    async def scenario() -> list[JobCounts]:
+        with pytest.raises(TimedOut):
+            await engine.call(release.wait, 10)
+        seen = [engine.counts()]
+        waiting = asyncio.create_task(engine.call(skipped.append, "ran", on_skip=lambda: None))
+        await asyncio.sleep(0.05)
+        seen.append(engine.counts())
+        with pytest.raises(Busy):  # the abandoned job still takes its place in the bound
+            await engine.call(skipped.append, "refused")
+        with pytest.raises(TimedOut):
+            await waiting
+        seen.append(engine.counts())
+        release.set()
+        while engine.pending:  # the job ends; the one queued behind it is skipped
+            await asyncio.sleep(0.01)
+        await engine.call(skipped.append, "later")
+        seen.append(engine.counts())
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert seen == [JobCounts(0, 1, 1), JobCounts(1, 1, 1), JobCounts(1, 1, 2), JobCounts(0, 0, 0)]
+    assert skipped == ["later"]
+
+
+def test_a_skipped_job_runs_its_cleanup(tmp_path: Path) -> None:
+    engine = Engine(ServiceSettings(tmp_path, scan_timeout_s=0.1))
+    release = threading.Event()
+    partial = tmp_path / ".upload.part"
+    partial.write_text("never read")
+
+    async def scenario() -> None:
+        blocker = asyncio.create_task(engine.call(release.wait, 10))
+        await asyncio.sleep(0.02)
+        with pytest.raises(TimedOut):
+            await engine.call(partial.read_text, on_skip=partial.unlink)
+        release.set()
+        with pytest.raises(TimedOut):
+            await blocker
+        await engine.call(lambda: None)  # the skipped job has passed
+
+    asyncio.run(scenario())
+    assert not partial.exists()
+
+
+def test_the_embedding_cache_holds_at_most_its_bytes() -> None:
+    cache = EmbeddingCache(max_bytes=1000)
+    for key in "abcdef":
+        cache.put(key, np.zeros(50, np.float32))  # 200 bytes each
+    assert cache.memory_bytes == 1000 and cache.get("a") is None and cache.get("f") is not None
+    cache.put("big", np.zeros(1000, np.float32))  # larger than the budget: not kept
+    assert cache.get("big") is None and cache.memory_bytes == 1000
+    cache.put("f", np.zeros(10, np.float32))  # replacing an entry frees its bytes
+    assert cache.memory_bytes == 840

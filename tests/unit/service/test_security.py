@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from starlette.types import Message
 from typer.testing import CliRunner
 
 from longscan.cli import app as cli
@@ -94,3 +98,156 @@ def test_a_public_bind_without_a_key_refuses_to_start(
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost"])
 def test_loopback_needs_no_key(host: str) -> None:
     assert is_loopback(host)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},  # a sandboxed frame or a file:// page
+        {"Origin": "http://127.0.0.1:3000"},  # another service on this machine: same site
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:8000"},
+    ],
+)
+def test_a_write_from_another_sites_page_is_refused_and_changes_nothing(
+    client: TestClient, data_dir: Path, headers: dict[str, str]
+) -> None:
+    original = client.post("/api/documents/text", json={"name": "csrf.txt", "text": "Mine."})
+    doc_id = original.json()["id"]
+    forged = client.post(  # what a form on evil.example submits: no CORS needed
+        "/api/documents",
+        content=multipart("csrf.txt", b"Replaced by another site."),
+        headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}", **headers},
+    )
+    pasted = client.post(
+        "/api/documents/text", json={"name": "csrf.txt", "text": "Replaced."}, headers=headers
+    )
+    assert (forged.status_code, pasted.status_code) == (403, 403), forged.text
+    assert "another site" in forged.json()["detail"]
+    assert client.get(f"/api/documents/{doc_id}").json()["text"] == "Mine."
+    assert (data_dir / "uploads" / "csrf.txt").read_text() == "Mine."
+
+
+def test_a_write_from_the_services_own_page_passes(client: TestClient, base_url: str) -> None:
+    own = {"Origin": base_url, "Sec-Fetch-Site": "same-origin"}
+    response = client.post(
+        "/api/documents/text", json={"name": "own.txt", "text": "Ok."}, headers=own
+    )
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8000", "127.0.0.1.nip.io:8000"])
+def test_a_foreign_host_is_refused_against_dns_rebinding(
+    client: TestClient, story_id: int, story: str, host: str
+) -> None:
+    response = client.get(f"/api/documents/{story_id}", headers={"Host": host})
+    assert response.status_code == 400
+    assert story[:20] not in response.text
+    assert client.get("/", headers={"Host": host}).status_code == 400
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:8000", "localhost:8000", "LOCALHOST", "[::1]:8000"])
+def test_every_loopback_name_reaches_a_loopback_service(client: TestClient, host: str) -> None:
+    assert client.get("/api/documents", headers={"Host": host}).status_code == 200
+
+
+def test_the_accepted_host_names_follow_the_bind_and_the_setting(tmp_path: Path) -> None:
+    loopback = ServiceSettings(tmp_path).trusted_hosts()
+    assert {"127.0.0.1", "localhost", "[::1]"} <= set(loopback)
+    public = ServiceSettings(tmp_path, host="192.168.1.20", api_key="k").trusted_hosts()
+    assert public == ["192.168.1.20"]
+    everywhere = ServiceSettings(
+        tmp_path, host="0.0.0.0", api_key="k", allowed_hosts=("Scan.Example.org", "::1")
+    ).trusted_hosts()
+    assert {"localhost", "scan.example.org", "[::1]"} <= set(everywhere)
+    assert "0.0.0.0" not in everywhere and "evil.example" not in everywhere
+    anything = ServiceSettings(tmp_path, host="0.0.0.0", api_key="k", allowed_hosts=("*",))
+    assert anything.trusted_hosts() == ["*"]
+    with pytest.raises(ValueError, match="allowed host"):
+        ServiceSettings(tmp_path, allowed_hosts=("*.example.org/x",))
+
+
+def test_the_key_is_checked_before_the_body_is_read(
+    service: tuple[FastAPI, TestClient], max_upload_bytes: int
+) -> None:
+    """A client without the key cannot make the server hold a body: it is refused at once."""
+    app, _ = service
+    reads = 0
+    sent: list[Message] = []
+
+    async def receive() -> Message:  # a body that keeps coming, under the upload limit
+        nonlocal reads
+        reads += 1
+        await asyncio.sleep(0)
+        return {"type": "http.request", "body": b"x" * 1024, "more_body": True}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/api/documents/text",
+        "raw_path": b"/api/documents/text",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(max_upload_bytes - 1).encode()),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+    }
+    asyncio.run(asyncio.wait_for(app(scope, receive, send), 10))
+    assert sent[0]["status"] == 401
+    assert reads == 0
+
+
+def test_unknown_methods_share_one_metrics_series(client: TestClient) -> None:
+    for number in range(20):
+        client.request(f"BREW{number}", "/api/health")
+    metrics = client.get("/metrics").text
+    assert "BREW" not in metrics
+    assert 'method="other"' in metrics
+    methods = set(re.findall(r'longscan_requests_total\{method="([^"]*)"', metrics))
+    assert methods <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"}
+
+
+def test_metrics_and_the_schema_need_the_key_and_nothing_loads_from_a_cdn(
+    client: TestClient,
+) -> None:
+    for path in ("/metrics", "/openapi.json", "/docs", "/redoc"):
+        assert client.get(path, headers={"X-API-Key": ""}).status_code == 401, path
+    assert client.get("/metrics").status_code == 200
+    assert client.get("/metrics").headers["content-type"].startswith("text/plain")
+    assert client.get("/openapi.json").status_code == 200
+    for path in ("/docs", "/redoc"):  # FastAPI's pages fetch their UI from a CDN: off
+        assert client.get(path).status_code == 404
+    page = client.get("/", headers={"X-API-Key": ""})
+    assert page.status_code == 200 and "://" not in page.text.replace("http://www.w3", "")
+
+
+@pytest.mark.parametrize("name", ["evil\u202etxt.exe", "\u2066report\u2069.txt", "a\u200fb.txt"])
+def test_a_bidi_control_in_a_name_is_refused_like_a_dotdot_name(
+    client: TestClient, data_dir: Path, name: str
+) -> None:
+    details = {}
+    for refused in (name, "..txt"):
+        uploaded = client.post(
+            "/api/documents",
+            content=multipart(refused, b"Some text."),
+            headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"},
+        )
+        pasted = client.post("/api/documents/text", json={"name": refused, "text": "Text."})
+        assert (uploaded.status_code, pasted.status_code) == (400, 400), uploaded.text
+        details[refused] = pasted.json()["detail"]
+    assert "bidirectional" in details[name] and "'..'" in details["..txt"]
+    assert not (data_dir / "uploads" / name).exists()
+    with pytest.raises(UnsafeName, match="bidirectional"):
+        upload_path(data_dir / "uploads", name)
