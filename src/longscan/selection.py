@@ -47,6 +47,14 @@ def select(
     if order not in ("score", "document"):
         raise ValueError("order must be 'score' or 'document'")
     by_id = {document.id: document for document in documents}
+    for hit in evidence:
+        if hit.doc_id not in by_id:
+            raise ValueError(f"evidence from document {hit.doc_id!r}, which was not given")
+        if not 0 <= hit.start <= hit.end <= len(by_id[hit.doc_id].text):
+            raise ValueError(
+                f"evidence [{hit.start}, {hit.end}) is outside document {hit.doc_id!r} "
+                f"({len(by_id[hit.doc_id].text):,} characters)"
+            )
     chosen: list[Evidence] = []
     for hit in evidence[:top_k] if top_k is not None else evidence:
         widened = _widen(hit, by_id[hit.doc_id], neighbours, paragraph)
@@ -66,6 +74,8 @@ def _widen(hit: Evidence, document: Document, neighbours: int, paragraph: bool) 
         return hit
     sentences = document.sentences
     owner = document.sentence_paragraph
+    if len(sentences) == 0:  # only white space: nothing to widen to
+        return hit
     index = int(np.searchsorted(sentences[:, 0], hit.start, side="right")) - 1
     index = max(index, 0)
     if paragraph:

@@ -7,6 +7,7 @@ documents a query is asked over, exactly as a user would expect from one search 
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,14 @@ from longscan.documents import Document, Evidence, check_unique_ids
 UnitKind = Literal["sentence", "chunk"]
 MAX_QUERY_CHARS = 8_000
 CHUNK_WORDS = 300
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(text: str) -> str | None:
+    """Where ``text`` holds a lone surrogate (U+D800..U+DFFF), which no encoder, tokenizer
+    or hash accepts as UTF-8, described for an error message; None when it holds none."""
+    found = None if text.isascii() else _SURROGATE.search(text)
+    return None if found is None else f"U+{ord(found.group()):04X} at offset {found.start()}"
 
 
 def validate_query(query: str) -> str:
@@ -29,13 +38,30 @@ def validate_query(query: str) -> str:
         raise ValueError(
             f"the query has {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}"
         )
+    if where := _lone_surrogate(query):
+        raise ValueError(f"the query holds a lone surrogate ({where}), which is not text")
     return query.strip()
 
 
 def validate_documents(documents: Sequence[Document]) -> None:
+    """Reject an empty collection, duplicate ids and text that is not valid Unicode."""
     if not documents:
         raise ValueError("no documents to search")
     check_unique_ids(documents)
+    for document in documents:
+        if where := _lone_surrogate(document.text):
+            raise ValueError(
+                f"document {document.id!r} holds a lone surrogate ({where}), which is not "
+                "text; decode its bytes with errors='replace' or read it with read_file"
+            )
+
+
+def validate_top_k(top_k: int | None) -> None:
+    """``top_k`` is None (every unit) or a positive int: 0 or -1 would silently cut a list."""
+    if top_k is not None and (
+        isinstance(top_k, bool) or not isinstance(top_k, int | np.integer) or top_k < 1
+    ):
+        raise ValueError(f"top_k must be a positive integer or None, not {top_k!r}")
 
 
 @dataclass(frozen=True)
@@ -113,6 +139,7 @@ class Retriever(ABC):
         """Rank evidence for ``query`` over ``documents``; ``top_k=None`` ranks every unit."""
         query = validate_query(query)
         validate_documents(documents)
+        validate_top_k(top_k)
         units = self.units(documents)
         if len(units) == 0:
             return []
