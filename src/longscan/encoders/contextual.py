@@ -234,7 +234,11 @@ class ContextualSentenceEncoder:
             input_ids[row, : len(ids)] = torch.tensor(ids)
             attention[row, : len(ids)] = 1
         body = self.encoder.model[0].auto_model
-        hidden = body(input_ids=input_ids, attention_mask=attention).last_hidden_state
+        hidden = (
+            body(input_ids=input_ids.to(body.device), attention_mask=attention.to(body.device))
+            .last_hidden_state.float()
+            .cpu()
+        )
         # hidden: (windows, width, dim); pool each sentence's own token range
         for row, window in enumerate(batch):
             for sentence, first, end in window.sentences:

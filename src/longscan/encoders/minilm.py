@@ -26,7 +26,7 @@ class SentenceEncoder:
 
     Attributes:
         name: Encoder id; part of every cache key, so changing the encoder invalidates caches.
-        model: The underlying SentenceTransformer (on CPU).
+        model: The underlying SentenceTransformer (on ``longscan.devices.torch_device()``).
     """
 
     def __init__(self, model: SentenceTransformer, name: str) -> None:
@@ -64,10 +64,10 @@ class SentenceEncoder:
             return []
         batch = self.model.tokenizer(
             texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="pt"
-        )
+        ).to(self.model.device)
         with torch.inference_mode():
             states = self.model[0].auto_model(**batch).last_hidden_state
-        states = torch.nn.functional.normalize(states, dim=-1)
+        states = torch.nn.functional.normalize(states, dim=-1).float().cpu()
         lengths = batch["attention_mask"].sum(dim=1).tolist()
         return [states[row, 1 : n - 1].numpy().copy() for row, n in enumerate(lengths)]
 
@@ -112,6 +112,8 @@ def get_encoder(name: str = DEFAULT_ENCODER) -> SentenceEncoder:
 
     transformers_logging.disable_progress_bar()  # loading local weights needs no progress bar
 
-    model = SentenceTransformer(str(get_model_path()), device="cpu")
+    from longscan.devices import torch_device
+
+    model = SentenceTransformer(str(get_model_path()), device=torch_device())
     model.eval()
     return SentenceEncoder(model, name)

@@ -16,6 +16,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from longscan.devices import torch_device
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, default_cache_dir
 from longscan.encoders.contextual import ContextualSentenceEncoder, Progress
@@ -82,7 +83,7 @@ class Scanner:
         if mode not in ("stream", "sliding"):
             raise ValueError(f"unknown scan mode {mode!r}; use 'stream' or 'sliding'")
         bound_allocator()  # streaming a long document keeps peak memory flat
-        self.model = model.eval()
+        self.model = model.eval().to(torch_device())
         self.info = info
         self.cache = cache or EmbeddingCache(default_cache_dir() / "sentences")
         self.mode = mode
@@ -136,10 +137,11 @@ class Scanner:
 
     @torch.inference_mode()
     def _scan(self, vectors: np.ndarray, query: np.ndarray, features: np.ndarray) -> np.ndarray:
+        device = next(self.model.parameters()).device
         logits = self.model.scan(
-            torch.from_numpy(vectors)[None],
-            torch.from_numpy(query)[None],
-            torch.from_numpy(features)[None] if self.model.config.n_features else None,
+            torch.from_numpy(vectors)[None].to(device),
+            torch.from_numpy(query)[None].to(device),
+            torch.from_numpy(features)[None].to(device) if self.model.config.n_features else None,
             window=self.window_sentences,
         )
-        return logits[0].double().numpy()
+        return logits[0].double().cpu().numpy()
