@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,3 +56,105 @@ def test_readme_quickstart_prints_what_the_readme_shows(monkeypatch) -> None:
     ], f"the README's quickstart output is stale; a real run printed:\n{printed.getvalue()}"
     for mine, theirs in zip(actual, expected, strict=True):  # printed to 2 decimals
         assert float(mine["score"]) == pytest.approx(float(theirs["score"]), abs=0.011)
+
+
+# ------------------------------------------------------------------ which torch setup.sh installs
+
+FAKE_PYTHON = """#!/usr/bin/env bash
+# A stand-in for the venv's python: logs every pip call, and answers the two questions
+# setup.sh asks pip (is a CPU wheel available without an index? what is installed?).
+echo "$*" >> "$FAKE_LOG"
+case "$*" in
+  *--dry-run*) [ "${FAKE_LOCAL_CPU_WHEEL:-0}" = 1 ] ;;
+  *"pip list"*) [ "${FAKE_NVIDIA:-0}" = 1 ] && echo "nvidia-cublas-cu12 12.9.1.4"; true ;;
+  *) true ;;
+esac
+"""
+
+
+def run_setup(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """``source scripts/setup.sh`` with a stand-in venv; the torch installs it made."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text(FAKE_PYTHON)
+    python.chmod(0o755)
+    (venv / "bin" / "activate").write_text(f'export PATH="{venv / "bin"}:$PATH"\n')
+    return run_setup_again(tmp_path, **env)
+
+
+def run_setup_again(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """``run_setup`` in the stand-in venv it made."""
+    venv = tmp_path / "venv"
+    log = tmp_path / "pip.log"
+    variables = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LONGSCAN_VENV": str(venv)}
+    result = subprocess.run(
+        ["bash", "-c", f'source "{ROOT / "scripts/setup.sh"}" ""'],
+        env={**variables, "FAKE_LOG": str(log), **env},
+        capture_output=True,
+        text=True,
+    )
+    calls = log.read_text().splitlines() if log.exists() else []
+    return result, [call for call in calls if "torch" in call and "--dry-run" not in call]
+
+
+def test_setup_takes_a_local_cpu_wheel_when_pip_finds_one(tmp_path: Path) -> None:
+    result, torch_calls = run_setup(tmp_path, FAKE_LOCAL_CPU_WHEEL="1")
+    assert result.returncode == 0, result.stderr
+    assert torch_calls == ["-m pip install --quiet torch==2.13.0+cpu"]
+
+
+def test_setup_takes_pytorchs_cpu_index_when_no_cpu_wheel_is_local(tmp_path: Path) -> None:
+    result, torch_calls = run_setup(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert torch_calls == [
+        "-m pip install --quiet --index-url https://download.pytorch.org/whl/cpu "
+        "--extra-index-url https://pypi.org/simple torch==2.13.0+cpu"
+    ]
+
+
+def test_setup_installs_the_cuda_build_when_asked_and_accepts_its_packages(tmp_path: Path) -> None:
+    result, torch_calls = run_setup(tmp_path, LONGSCAN_TORCH="cuda", FAKE_NVIDIA="1")
+    assert result.returncode == 0, result.stderr
+    assert torch_calls == ["-m pip install --quiet torch==2.13.0"]
+
+
+def test_setup_takes_any_wheel_index_by_url(tmp_path: Path) -> None:
+    index = "https://download.pytorch.org/whl/cu126"
+    result, torch_calls = run_setup(tmp_path, LONGSCAN_TORCH=index)
+    assert result.returncode == 0, result.stderr
+    assert torch_calls == [
+        f"-m pip install --quiet --index-url {index} "
+        "--extra-index-url https://pypi.org/simple torch==2.13.0"
+    ]
+
+
+def test_setup_stops_when_cuda_packages_come_with_the_cpu_build(tmp_path: Path) -> None:
+    result, _ = run_setup(tmp_path, FAKE_NVIDIA="1", FAKE_LOCAL_CPU_WHEEL="1")
+    assert result.returncode == 1 and "LONGSCAN_TORCH=cuda" in result.stderr
+
+
+def test_setup_refuses_an_unknown_choice(tmp_path: Path) -> None:
+    result, torch_calls = run_setup(tmp_path, LONGSCAN_TORCH="rocm please")
+    assert result.returncode != 0 and "use cpu, cuda or the URL" in result.stderr
+    assert torch_calls == []
+
+
+def test_setup_reinstalls_when_the_choice_changes(tmp_path: Path) -> None:
+    run_setup(tmp_path, FAKE_LOCAL_CPU_WHEEL="1")
+    (tmp_path / "pip.log").unlink()
+    result, _ = run_setup_again(tmp_path, FAKE_LOCAL_CPU_WHEEL="1")
+    assert result.returncode == 0 and not (tmp_path / "pip.log").exists()  # installed already
+    result, torch_calls = run_setup_again(tmp_path, LONGSCAN_TORCH="cuda")
+    assert result.returncode == 0 and torch_calls == ["-m pip install --quiet torch==2.13.0"]
+
+
+def test_the_local_wheel_probe_is_a_valid_pip_command() -> None:
+    """The probe's exit status means found (0) or not (1), never a usage error (2)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--dry-run", "--no-deps"]
+        + ["--no-index", "torch==2.13.0+cpu"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode in (0, 1), result.stderr
