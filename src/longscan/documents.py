@@ -147,8 +147,9 @@ EVIDENCE_JSON_SCHEMA: dict[str, Any] = {
     "properties": {
         "doc_id": {
             "type": "string",
-            "description": "The document's id: the path (relative to the folder given) for "
-            "files, the decimal integer id for documents of a memory bank or the service.",
+            "description": "The document's id: a file as it was named, a file's path "
+            "relative to the folder given, or a bank (or service) document's integer id as "
+            "text.",
         },
         "start": {
             "type": "integer",
