@@ -1,5 +1,9 @@
 """The page in real headless Chromium: upload the bundled novel, ask, see the evidence
-highlighted, step through the hits, and save a screenshot.
+highlighted, step through the hits, and save a screenshot; hits out of document order, hits
+after characters outside the BMP, U+2028 in a question, the Ask button during an upload.
+
+Chromium puts a socket in ``$TMPDIR`` and aborts when its path is over 107 bytes ("Socket
+path too long"), so under a long ``TMPDIR`` the browser gets a short one of its own.
 
 The screenshot goes to the test's temporary folder, or to ``LONGSCAN_SCREENSHOT`` when set:
 ``LONGSCAN_SCREENSHOT=docs/screenshot.png bash scripts/test.sh tests/integration`` renews the
@@ -11,11 +15,13 @@ import json
 import os
 import shutil
 import socket
+import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,12 +30,52 @@ from longscan.service import ServiceSettings, create_app
 QUESTION = "What were the gardeners painting?"
 EVIDENCE = "there were three gardeners at it, busily painting them red"  # chapter VIII
 LONG_COPIES = 7  # the novel seven times: over a million characters
+BLUE_KEY = (  # three paragraphs whose hits the scanner ranks out of document order
+    "Mara keeps a small blue key on a red string in the kitchen drawers. She never lends it."
+    "\n\nThe garden shed is locked with the blue key every night, and the old dog sleeps by it."
+    "\n\nWhere is the blue key now? It hangs on a nail behind the front door of the old farmhouse."
+)
+ASTRAL = (  # emoji, a mathematical letter and CJK extension B: two UTF-16 units each
+    "🙂🙂 Notes 𠀀𠀁 from the trip. The 🐙 octopus lived in a tank by the door.\n\n"
+    "𝒜 second note: the red 🔑 key opens the 𠀂 shed behind the barn.\n\n"
+    "The 🎉 party was loud. Everyone left at midnight 𠀃."
+)
+SOCKET_PATH_ROOM = 60  # Chromium adds ~40 bytes to TMPDIR for a socket path of at most 107
 CHROMIUM = shutil.which("chromium")
 if CHROMIUM is None and os.environ.get("LONGSCAN_REQUIRE_BROWSER") == "1":
     raise RuntimeError("LONGSCAN_REQUIRE_BROWSER=1 but Debian's chromium is not installed")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (scripts/test.sh installs it)"
 )
+
+
+def browser_tmpdir() -> str | None:
+    """A short temporary folder for Chromium when ``TMPDIR`` is too long for its sockets."""
+    if len(os.fsencode(tempfile.gettempdir())) <= SOCKET_PATH_ROOM:
+        return None
+    return tempfile.mkdtemp(prefix="lsb-", dir="/tmp")
+
+
+def launch(playwright: Any) -> Any:
+    """Debian's Chromium, headless, with a temporary folder its sockets fit in."""
+    env = dict(os.environ)
+    short = browser_tmpdir()
+    if short is not None:
+        env["TMPDIR"] = short  # Chromium's own; removed at exit, with what it left there
+        import atexit
+
+        atexit.register(shutil.rmtree, short, ignore_errors=True)
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], env=env)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
 
 
 def free_port() -> int:
@@ -63,13 +109,11 @@ def words(text: str) -> str:
 
 
 def test_upload_ask_highlight_and_step_through_hits(
-    server_url: str, novel_path: Path, tmp_path: Path
+    server_url: str, novel_path: Path, tmp_path: Path, browser: Any
 ) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
+    with browser.new_page(viewport={"width": 1400, "height": 900}) as page:
         page.goto(server_url)
         page.set_input_files("#upload-file", str(novel_path))
         page.click("#upload-button")
@@ -105,13 +149,12 @@ def test_upload_ask_highlight_and_step_through_hits(
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(screenshot))
         assert screenshot.stat().st_size > 10_000
-        browser.close()
 
 
 def test_a_million_characters_render_without_freezing_the_page(
-    server_url: str, novel_path: Path
+    server_url: str, novel_path: Path, browser: Any
 ) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     text = novel_path.read_text(encoding="utf-8") * LONG_COPIES
     request = urllib.request.Request(
@@ -121,9 +164,7 @@ def test_a_million_characters_render_without_freezing_the_page(
     )
     with urllib.request.urlopen(request, timeout=120) as response:
         doc_id = json.load(response)["id"]
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page()
+    with browser.new_page() as page:
         page.goto(server_url)
         page.wait_for_selector(f'#doc-select option[value="{doc_id}"]', state="attached")
         page.evaluate(  # record the longest gap between animation frames while it renders
@@ -137,6 +178,128 @@ def test_a_million_characters_render_without_freezing_the_page(
         page.evaluate("() => { window.stopFrames = true; }")
         shown = page.evaluate("() => document.getElementById('doc-view').textContent.length")
         longest = page.evaluate("() => window.longestFrame")
-        browser.close()
     assert len(text) >= 1_000_000 and shown == len(text)
     assert longest < 1000, f"the page froze for {longest:.0f} ms while rendering"
+
+
+def paste_and_ask(page: Any, server_url: str, name: str, text: str, question: str) -> None:
+    """Paste ``text`` on the page, ask ``question`` and wait for the answer."""
+    from playwright.sync_api import expect
+
+    page.goto(server_url)
+    page.click("details summary")
+    page.fill("#paste-name", name)
+    page.fill("#paste-text", text)
+    page.click("#paste-button")
+    expect(page.locator("#doc-view")).to_have_attribute("data-rendered", "true")
+    page.fill("#question", question)
+    page.click("#ask-button")
+    page.wait_for_selector("body[data-state=answered]", timeout=180_000)
+
+
+def shown_hits(page: Any) -> dict[int, str]:
+    """The highlighted text of each hit (rank: its marks' text, in document order)."""
+    marks = page.eval_on_selector_all(
+        "#doc-view mark.hit", "marks => marks.map(m => [m.dataset.hits, m.textContent])"
+    )
+    shown: dict[int, str] = {}
+    for ranks, text in marks:
+        for rank in map(int, ranks.split()):
+            shown[rank] = shown.get(rank, "") + text
+    return shown
+
+
+def test_hits_out_of_document_order_show_the_text_once(server_url: str, browser: Any) -> None:
+    """Hits in one block, best first, are not in document order: the view must still be
+    the document, once (it grew to 517 of 266 characters)."""
+    assert len(BLUE_KEY) == 266
+    with browser.new_page() as page:
+        paste_and_ask(page, server_url, "blue-key.txt", BLUE_KEY, "Where is the blue key?")
+        starts = page.evaluate("() => state.hits.map(hit => hit.start)")
+        assert len(starts) > 1 and starts != sorted(starts)  # the case that broke
+        assert page.locator("#doc-view").text_content() == BLUE_KEY
+        evidence = page.evaluate("() => state.hits.map(hit => hit.text)")
+        assert shown_hits(page) == dict(enumerate(evidence))
+
+
+def test_highlights_after_astral_characters_are_the_evidence(server_url: str, browser: Any) -> None:
+    """The API's offsets count code points; the page slices UTF-16 units: every emoji
+    before a hit shifted its mark by one unit, sometimes into half a surrogate pair."""
+    with browser.new_page() as page:
+        paste_and_ask(page, server_url, "astral.txt", ASTRAL, "Which key opens the shed?")
+        hits = page.evaluate("() => state.hits.map(hit => [hit.start, hit.end, hit.text])")
+        assert hits and any(ASTRAL[:start] != ASTRAL[:start].encode() for start, _, _ in hits)
+        for start, end, text in hits:  # the API: code points, as Python slices
+            assert ASTRAL[start:end] == text
+        assert shown_hits(page) == {rank: text for rank, (_, _, text) in enumerate(hits)}
+        assert page.locator("#doc-view").text_content() == ASTRAL
+        active = page.locator("mark.hit.active").first.text_content()
+        assert "🔑 key opens the 𠀂 shed" in active
+
+
+def test_a_question_with_a_line_separator_is_answered(server_url: str, browser: Any) -> None:
+    """U+2028 ends a line for a regular expression's ``.`` and ``$`` but not in the event
+    stream: the page's parser cut the event's data there and failed."""
+    with browser.new_page() as page:
+        question = "Where is\u2028the blue key?\u2029"
+        paste_and_ask(page, server_url, "blue-key.txt", BLUE_KEY, question)
+        assert page.locator("mark.hit").count() > 0
+        frame = 'event: result\ndata: {"question": "a\u2028b\u2029c", "n": 1}'
+        parsed = page.evaluate("frame => parseEvent(frame)", frame)
+        assert parsed == {"name": "result", "data": {"question": "a\u2028b\u2029c", "n": 1}}
+
+
+def test_the_ask_button_waits_for_an_upload(server_url: str, browser: Any, tmp_path: Path) -> None:
+    """A question asked while a document uploads would go to the document shown before."""
+    from playwright.sync_api import expect
+
+    upload = tmp_path / "slow.txt"
+    upload.write_text("A document that takes its time to arrive. It has two sentences.")
+    with browser.new_page() as page:
+        paste_and_ask(page, server_url, "blue-key.txt", BLUE_KEY, "Where is the blue key?")
+        held: list[Any] = []
+        page.route(  # the upload waits until released
+            "**/api/documents",
+            lambda route: (
+                held.append(route) if route.request.method == "POST" else route.continue_()
+            ),
+        )
+        page.set_input_files("#upload-file", str(upload))
+        page.click("#upload-button")
+        page.wait_for_timeout(100)
+        while not held:
+            page.wait_for_timeout(50)
+        expect(page.locator("#ask-button")).to_be_disabled()
+        page.locator("#ask-form").evaluate("form => form.requestSubmit()")  # Enter, say
+        expect(page.locator("#status")).to_contain_text("wait for the document")
+        held[0].continue_()
+        expect(page.locator("#status")).to_contain_text("slow.txt")
+        expect(page.locator("#ask-button")).to_be_enabled()
+        assert "takes its time" in page.locator("#doc-view").text_content()
+
+
+def test_the_browser_starts_under_a_long_tmpdir(
+    server_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a 100-character TMPDIR Chromium aborted with "Socket path too long"."""
+    from playwright.sync_api import sync_playwright
+
+    long = tmp_path / ("t" * max(1, 100 - len(str(tmp_path)) - 1))
+    long.mkdir()
+    monkeypatch.setenv("TMPDIR", str(long))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    assert len(tempfile.gettempdir()) >= 100
+    titles: list[str] = []
+
+    def visit() -> None:  # a thread of its own: the module's browser holds this one's loop
+        with sync_playwright() as playwright:
+            chromium = launch(playwright)
+            page = chromium.new_page()
+            page.goto(server_url)
+            titles.append(page.title())
+            chromium.close()
+
+    thread = threading.Thread(target=visit)
+    thread.start()
+    thread.join(120)
+    assert titles == ["longscan"]

@@ -3,11 +3,19 @@
 // A document is cut into blocks appended a few per frame (and laid out by the browser only
 // near the viewport: `content-visibility: auto`), so a text of millions of characters
 // never blocks the page.
+//
+// The API counts offsets in Unicode code points (as Python does); a JavaScript string counts
+// UTF-16 code units, two for every character outside the Basic Multilingual Plane (emoji,
+// CJK extension B). Hits are converted once (`toUnits`) and the page slices in units.
 
 const BLOCK_CHARS = 16384;
 const BLOCKS_PER_FRAME = 8;
 const CITATION = /\[(\d+(?:\s*[,;]\s*\d+)*)\]/g;
-const state = { docId: null, text: "", blocks: [], appended: 0, hits: [], active: -1, answer: null };
+const ASTRAL = /[\ud800-\udbff][\udc00-\udfff]/g;
+const state = {
+  docId: null, text: "", astral: [], blocks: [], appended: 0, hits: [], active: -1, answer: null,
+  busy: 0, asking: false,
+};
 const $ = (id) => document.getElementById(id);
 
 function setStatus(message, isError = false) {
@@ -49,19 +57,38 @@ async function showDocument(docId) {
   const doc = await (await api(`/api/documents/${docId}`)).json();
   state.docId = String(doc.id);
   state.text = doc.text;
+  state.astral = astralPoints(doc.text);
   setHits([]);
   renderDocument();
   setStatus(`${doc.key}: ${doc.chars.toLocaleString()} characters`);
 }
 
+function astralPoints(text) {
+  // The code-point index of every character outside the BMP, ascending: the k-th such
+  // character at UTF-16 index u is at code point u - k.
+  return Array.from(text.matchAll(ASTRAL), (match, k) => match.index - k);
+}
+
+function toUnits(point) {
+  // A code-point offset as a UTF-16 index: one more unit per astral character before it.
+  let low = 0, high = state.astral.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (state.astral[middle] < point) low = middle + 1; else high = middle;
+  }
+  return point + low;
+}
+
 function blockBounds(text) {
-  // Blocks end at a line break where one is near, so a cut rarely splits a line.
+  // Blocks end at a line break where one is near, so a cut rarely splits a line, and
+  // never between the two halves of a surrogate pair.
   const bounds = [];
   for (let start = 0; start < text.length;) {
     let end = Math.min(start + BLOCK_CHARS, text.length);
     if (end < text.length) {
       const lineEnd = text.lastIndexOf("\n", end);
       if (lineEnd > start + BLOCK_CHARS / 2) end = lineEnd + 1;
+      else if (/[\ud800-\udbff]/.test(text[end - 1])) end -= 1;
     }
     bounds.push([start, end]);
     start = end;
@@ -98,25 +125,41 @@ function appendBlocks(last) {
 }
 
 function fillBlock(block) {
-  const parts = [];
-  let position = block.start;
-  for (const hit of state.hits) {
-    if (hit.end <= block.start || hit.start >= block.end) continue;
-    const start = Math.max(hit.start, block.start);
-    const end = Math.min(hit.end, block.end);
-    if (start > position) parts.push(state.text.slice(position, start));
-    const mark = document.createElement("mark");
-    mark.className = hit.rank === state.active ? "hit active" : "hit";
-    mark.dataset.hit = hit.rank;
-    mark.dataset.start = hit.start;
-    mark.dataset.end = hit.end;
-    mark.style.setProperty("--strength", hit.strength.toFixed(2));
-    mark.title = `hit ${hit.rank + 1}, score ${hit.score.toFixed(3)}`;
-    mark.textContent = state.text.slice(start, end);
-    parts.push(mark);
-    position = end;
+  // The block's text once, in document order, whatever the order and overlap of its hits
+  // (they come best first): it is cut at every hit's edge, and each piece covered by hits
+  // is one mark, drawn as the best of them and listing them all in `data-hits`.
+  const inside = state.hits
+    .filter((hit) => hit.to > block.start && hit.from < block.end)
+    .sort((a, b) => a.from - b.from || a.rank - b.rank);
+  const cuts = new Set([block.start, block.end]);
+  for (const hit of inside) {
+    cuts.add(Math.max(hit.from, block.start));
+    cuts.add(Math.min(hit.to, block.end));
   }
-  if (position < block.end) parts.push(state.text.slice(position, block.end));
+  const edges = [...cuts].sort((a, b) => a - b);
+  const parts = [];
+  for (let i = 0; i + 1 < edges.length; i++) {
+    const [start, end] = [edges[i], edges[i + 1]];
+    const text = state.text.slice(start, end);
+    const covering = inside.filter((hit) => hit.from <= start && hit.to >= end);
+    if (!covering.length) {
+      parts.push(text);
+      continue;
+    }
+    const best = covering.reduce((a, b) => (b.rank < a.rank ? b : a));
+    const ranks = covering.map((hit) => hit.rank);
+    const mark = document.createElement("mark");
+    mark.className = ranks.includes(state.active) ? "hit active" : "hit";
+    mark.dataset.hit = best.rank;
+    mark.dataset.hits = ranks.join(" ");
+    mark.dataset.start = best.start;
+    mark.dataset.end = best.end;
+    mark.style.setProperty("--strength", best.strength.toFixed(2));
+    mark.title = covering.map((hit) => `hit ${hit.rank + 1}, score ${hit.score.toFixed(3)}`)
+      .join("; ");
+    mark.textContent = text;
+    parts.push(mark);
+  }
   block.el.replaceChildren(...parts);
 }
 
@@ -129,7 +172,8 @@ function setHits(evidence) {
   const span = Math.max(...scores) - low || 1;
   const touched = new Set(state.hits.map(blockOf));
   state.hits = mine.map((item, rank) => ({
-    ...item, rank, strength: 0.25 + 0.65 * (item.score - low) / span,
+    ...item, rank, from: toUnits(item.start), to: toUnits(item.end),
+    strength: 0.25 + 0.65 * (item.score - low) / span,
   }));
   state.active = -1;
   for (const hit of state.hits) touched.add(blockOf(hit));
@@ -153,7 +197,7 @@ function blockOf(hit) {
   let low = 0, high = state.blocks.length - 1;
   while (low < high) {
     const middle = (low + high + 1) >> 1;
-    if (state.blocks[middle].start <= hit.start) low = middle; else high = middle - 1;
+    if (state.blocks[middle].start <= hit.from) low = middle; else high = middle - 1;
   }
   return low;
 }
@@ -163,7 +207,7 @@ function goTo(rank, flash = false) {
   state.active = rank;
   appendBlocks(blockOf(state.hits[rank])); // a hit far down may not be appended yet
   for (const mark of document.querySelectorAll("mark.hit")) {
-    const isActive = Number(mark.dataset.hit) === rank;
+    const isActive = mark.dataset.hits.split(" ").map(Number).includes(rank);
     mark.classList.toggle("active", isActive);
     if (isActive && flash) {
       mark.classList.remove("flash");
@@ -174,7 +218,7 @@ function goTo(rank, flash = false) {
   for (const item of $("evidence-list").children) {
     item.classList.toggle("active", Number(item.dataset.hit) === rank);
   }
-  document.querySelector(`mark.hit[data-hit="${rank}"]`).scrollIntoView({ block: "center" });
+  document.querySelector(`mark.hit[data-hits~="${rank}"]`).scrollIntoView({ block: "center" });
   updateNavigation();
 }
 
@@ -218,9 +262,28 @@ function followCitation(number) {
   if (hit) goTo(hit.rank, true);
 }
 
+function updateButtons() {
+  // While a document is uploaded or loaded, a question would go to the one shown before.
+  $("ask-button").disabled = state.busy > 0 || state.asking;
+  $("upload-button").disabled = state.busy > 0;
+  $("paste-button").disabled = state.busy > 0;
+}
+
+async function whileBusy(action) {
+  state.busy++;
+  updateButtons();
+  try {
+    return await action();
+  } finally {
+    state.busy--;
+    updateButtons();
+  }
+}
+
 async function ask(question) {
   document.body.dataset.state = "asking";
-  $("ask-button").disabled = true;
+  state.asking = true;
+  updateButtons();
   const progress = $("progress");
   progress.hidden = false;
   progress.removeAttribute("value");
@@ -247,7 +310,8 @@ async function ask(question) {
     document.body.dataset.state = "failed";
   } finally {
     progress.hidden = true;
-    $("ask-button").disabled = false;
+    state.asking = false;
+    updateButtons();
   }
 }
 
@@ -261,15 +325,29 @@ async function readEvents(response, onProgress) {
     buffer += value;
     let cut;
     while ((cut = buffer.indexOf("\n\n")) >= 0) {
-      const frame = buffer.slice(0, cut);
+      const { name, data } = parseEvent(buffer.slice(0, cut));
       buffer = buffer.slice(cut + 2);
-      const name = /^event: (.*)$/m.exec(frame)[1];
-      const data = JSON.parse(/^data: (.*)$/m.exec(frame)[1]);
       if (name === "progress") onProgress(data.done, data.total);
       else if (name === "result") return data;
       else if (name === "error") throw new Error(`${data.status}: ${data.detail}`);
     }
   }
+}
+
+function parseEvent(frame) {
+  // One event's fields. Lines end only at CR or LF, as the SSE format says: U+2028 and
+  // U+2029 end lines for a regular expression's `.` and `$`, and may be in the data.
+  let name = "message";
+  const data = [];
+  for (const line of frame.split(/\r\n|\r|\n/)) {
+    const colon = line.indexOf(":");
+    if (colon <= 0) continue;
+    const field = line.slice(0, colon);
+    const value = line.slice(colon + (line[colon + 1] === " " ? 2 : 1));
+    if (field === "event") name = value;
+    else if (field === "data") data.push(value);
+  }
+  return { name, data: JSON.parse(data.join("\n")) };
 }
 
 // ---------------------------------------------------------------------------- wiring
@@ -293,26 +371,27 @@ async function added(response) {
   setStatus(`${doc.status} ${doc.key}: ${doc.chars.toLocaleString()} characters${warning}`);
 }
 
-$("upload-form").addEventListener("submit", guarded(async () => {
+$("upload-form").addEventListener("submit", guarded(() => whileBusy(async () => {
   const file = $("upload-file").files[0];
   if (!file) throw new Error("choose a file first");
   const form = new FormData();
   form.append("file", file);
   setStatus(`uploading ${file.name}…`);
   await added(await api("/api/documents", { method: "POST", body: form }));
-}));
+})));
 
-$("paste-form").addEventListener("submit", guarded(async () => {
+$("paste-form").addEventListener("submit", guarded(() => whileBusy(async () => {
   const body = JSON.stringify({ name: $("paste-name").value, text: $("paste-text").value });
   const headers = { "Content-Type": "application/json" };
   await added(await api("/api/documents/text", { method: "POST", headers, body }));
-}));
+})));
 
 $("doc-select").addEventListener("change", guarded(async (event) => {
-  if (event.target.value) await showDocument(event.target.value);
+  if (event.target.value) await whileBusy(() => showDocument(event.target.value));
 }));
 
 $("ask-form").addEventListener("submit", guarded(async () => {
+  if (state.busy || state.asking) throw new Error("wait for the document to arrive");
   if (!state.docId) throw new Error("upload or choose a document first");
   await ask($("question").value);
 }));
@@ -325,7 +404,7 @@ $("evidence-list").addEventListener("click", (event) => {
 });
 $("doc-view").addEventListener("click", (event) => {
   const mark = event.target.closest("mark.hit");
-  if (mark) goTo(Number(mark.dataset.hit));
+  if (mark) goTo(Number(mark.dataset.hit));  // the best hit covering what was clicked
 });
 $("answer").addEventListener("click", (event) => {
   const link = event.target.closest("a.citation");
