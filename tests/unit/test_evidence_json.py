@@ -82,8 +82,9 @@ def test_service_evidence_follows_the_schema(tmp_path: Path) -> None:
     from longscan.service import ServiceSettings, create_app
 
     service = create_app(ServiceSettings(tmp_path))
-    with TestClient(service) as client:
+    with TestClient(service, base_url="http://127.0.0.1:8000") as client:  # a bound host
         response = client.post("/api/documents/text", json={"name": "story.txt", "text": STORY})
+        assert response.status_code == 200, response.text
         doc_id = response.json()["id"]
         response = client.post("/api/ask", json={"question": QUESTION, "doc_ids": [doc_id]})
         assert response.status_code == 200, response.text
