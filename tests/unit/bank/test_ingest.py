@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 from bank_checks import assert_each_document_once
 from typer.testing import CliRunner
@@ -178,4 +185,167 @@ def test_bank_add_streams_a_folder_and_a_rerun_adds_nothing(
     assert '"unchanged": 5' in again.output and '"added": 0' in again.output
     assert len(MemoryBank(tmp_path / "bank")) == 5
     missing = CliRunner().invoke(app, ["bank", "add", str(tmp_path / "nowhere")])
-    assert missing.exit_code == 2 and "does not exist" in missing.output
+    assert missing.exit_code == 2 and "does not exist" in _unwrapped(missing.output)
+
+
+def _unwrapped(output: str) -> str:
+    """CLI output with rich's line wrapping and box drawing undone: the same at any width."""
+    return " ".join(re.sub(r"[\u2500-\u257f]", " ", output).split())
+
+
+CLI = [sys.executable, "-c", "from longscan.cli import app; app()"]
+
+
+def _texts(folder: Path, prefix: str, n: int, paragraphs: list[Document]) -> None:
+    folder.mkdir(parents=True)
+    for i in range(n):
+        text = f"{prefix} {i}. {paragraphs[i % len(paragraphs)].text[:400]}"
+        (folder / f"{prefix}{i}.txt").write_text(text)
+
+
+WRITER = """
+import sys, time
+from pathlib import Path
+from longscan.bank import MemoryBank
+from longscan.documents import iter_paths
+
+folder, bank, go = sys.argv[1:]
+store = MemoryBank(Path(bank))
+documents = list(iter_paths([Path(folder)]))
+store.sync(progress=False)  # loads the encoder before the start
+while not Path(go).exists():  # both writers start together
+    time.sleep(0.05)
+print("started", time.time(), flush=True)
+store.add(documents)
+store.sync(batch=10, progress=False)  # ten index saves, each of the whole dense index
+print("ended", time.time(), flush=True)
+"""
+
+
+def test_two_writer_processes_into_one_bank_lose_nothing(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    """Two processes add and index 100 documents each into one bank at the same moment:
+    every document ends up in SQLite, tantivy and usearch."""
+    for prefix in ("one", "two"):
+        _texts(tmp_path / prefix, prefix, 100, paragraphs)
+    bank, go = tmp_path / "bank", tmp_path / "go"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path / prefix), str(bank), str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for prefix in ("one", "two")
+    ]
+    time.sleep(1)
+    go.touch()
+    outputs = [writer.communicate(timeout=600) for writer in writers]
+    assert [writer.returncode for writer in writers] == [0, 0], outputs
+    times = [dict(line.split() for line in out.splitlines()) for out, _ in outputs]
+    assert max(float(t["started"]) for t in times) < min(float(t["ended"]) for t in times)
+    stored = MemoryBank(bank)
+    assert len(stored) == 200 and stored.stats()["not_indexed"] == 0
+    ids = [doc_id for (doc_id,) in stored.db.execute("SELECT id FROM documents")]
+    dense = stored._dense_index()
+    assert len(dense) == 200 and all(i in dense for i in ids)
+    assert stored.stats()["index_entries"] == {"bm25": 200, "dense": 200}
+    assert stored.check().ok
+
+
+def test_ingestion_holds_the_writer_lock_from_start_to_end(
+    tmp_path: Path, paragraphs: list[Document]
+) -> None:
+    """The dense index grows in memory between checkpoints: no other writer may save
+    meanwhile."""
+    from longscan.bank.store import BankBusy
+
+    other = MemoryBank(tmp_path, lock_timeout=0)
+    refused = []
+
+    def another_writer_tries(report: IngestReport) -> None:
+        with pytest.raises(BankBusy, match="being written by pid"):
+            other.add([Document("other", "Another writer's document.")])
+        refused.append(report.batches)
+
+    documents = paragraphs[:8]
+    ingest(MemoryBank(tmp_path), documents, batch_documents=4, on_batch=another_writer_tries,
+           progress=False)  # fmt: skip
+    assert refused == [1, 2]
+    assert other.add([Document("other", "Another writer's document.")])["added"] == 1
+
+
+@pytest.fixture
+def long_tmpdir() -> Iterator[Path]:
+    """An existing folder whose path is 100 characters long."""
+    root = Path(tempfile.mkdtemp(prefix="longscan-", dir="/tmp"))
+    folder = root / ("t" * (99 - len(str(root))))
+    folder.mkdir()
+    assert len(str(folder)) == 100
+    yield folder
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_bank_add_works_under_a_100_character_tmpdir(
+    tmp_path: Path, paragraphs: list[Document], long_tmpdir: Path
+) -> None:
+    _texts(tmp_path / "texts", "doc", 3, paragraphs)
+    environment = {**os.environ, "TMPDIR": str(long_tmpdir), "COLUMNS": "80"}
+    environment.pop("RAY_TMPDIR", None)
+    environment.pop("RAY_ADDRESS", None)
+    command = [*CLI, "bank", "add", str(tmp_path / "texts"), "--bank", str(tmp_path / "bank")]
+    run = subprocess.run(
+        [*command, "--no-sentence-vectors"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # Ray's socket paths under it would be too long: it gets a short folder of its own
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert len(MemoryBank(tmp_path / "bank")) == 3
+
+
+def test_an_embedded_ray_dies_with_its_driver_killed(tmp_path: Path) -> None:
+    script = (
+        "import time\n"
+        "from longscan.parallel import ray_session\n"
+        "with ray_session(num_cpus=1):\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert driver.stdout is not None and driver.stdout.readline().strip() == b"ready"
+        deadline = time.monotonic() + 60
+        while True:  # the raylet starts its agents (the processes Ray leaves behind)
+            ray_processes = psutil.Process(driver.pid).children(recursive=True)
+            if any("agent" in " ".join(_cmdline(p)).lower() for p in ray_processes):
+                break
+            assert time.monotonic() < deadline, "no Ray agent started"
+            time.sleep(0.5)
+        time.sleep(2)  # the watchdog looks every second
+    finally:
+        driver.kill()  # SIGKILL: no Python cleanup runs
+        driver.wait()
+    deadline = time.monotonic() + 30
+    while (left := [p for p in ray_processes if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not left, [_cmdline(p) for p in left]
+
+
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
+def _alive(process: psutil.Process) -> bool:
+    """Running, and not a zombie waiting for a parent that is gone to reap it."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
