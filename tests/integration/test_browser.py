@@ -194,13 +194,16 @@ def paste_and_ask(page: Any, server_url: str, name: str, text: str, question: st
     expect(page.locator("#doc-view")).to_have_attribute("data-rendered", "true")
     page.fill("#question", question)
     page.click("#ask-button")
-    page.wait_for_selector("body[data-state=answered]", timeout=180_000)
+    page.wait_for_selector("body[data-state=answered], body[data-state=failed]", timeout=180_000)
+    status = page.text_content("#status")
+    assert page.locator("body").get_attribute("data-state") == "answered", status
 
 
 def shown_hits(page: Any) -> dict[int, str]:
     """The highlighted text of each hit (rank: its marks' text, in document order)."""
     marks = page.eval_on_selector_all(
-        "#doc-view mark.hit", "marks => marks.map(m => [m.dataset.hits, m.textContent])"
+        "#doc-view mark.hit",
+        "marks => marks.map(m => [m.dataset.hits || m.dataset.hit, m.textContent])",
     )
     shown: dict[int, str] = {}
     for ranks, text in marks:
