@@ -21,6 +21,7 @@ _NON_SPACE = re.compile(r"\S")
 _WORD = re.compile(r"\S+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LEADING_SPACE = re.compile(r"\s*")
+_PYSBD_WINDOW = 5_000  # characters pysbd reads at once (see _pysbd_spans)
 
 DEFAULT_MAX_CHARS = 1_000
 SEGMENTERS = ("blingfire", "pysbd", "syntok")
@@ -70,32 +71,52 @@ def _blingfire_spans(text: str) -> list[tuple[int, int]]:
     return [(int(start), int(end)) for start, end in offsets]
 
 
+def _windows(text: str, size: int) -> Iterator[tuple[int, str]]:
+    """``(offset, piece)`` of at most ``size`` characters, cut after a line break, else a
+    sentence end, else a space (hard cut if none lies in the piece's second half)."""
+    start = 0
+    while len(text) - start > size:
+        cut = start + size
+        for separator in ("\n", ". ", " "):
+            found = text.rfind(separator, start + size // 2, start + size)
+            if found > start:
+                cut = found + len(separator)
+                break
+        yield start, text[start:cut]
+        start = cut
+    yield start, text[start:]
+
+
 def _pysbd_spans(text: str) -> list[tuple[int, int]]:
     """pysbd's sentences, aligned to ``text`` in one left-to-right pass.
 
-    pysbd's own ``char_span`` alignment searches the whole text again for every sentence,
-    which is quadratic: 16,000 one-word lines took 13 s, 600,000 characters of them never
-    finished. Each sentence is looked for just after the previous one instead (pysbd only
-    drops white space between sentences); one that cannot be found there is left out, and
-    ``sentence_spans_in`` turns the text it would have covered into a unit of its own.
+    Two of pysbd's own steps are quadratic in their input, so neither sees a long one:
+    its ``char_span`` alignment searches the whole text again for every sentence (16,000
+    one-word lines took 13 s, 600,000 characters of them never finished), and its
+    abbreviation pass rewrites the whole text once per abbreviation (100 KB of "Mr. " took
+    148 s). pysbd reads pieces of at most ``_PYSBD_WINDOW`` characters, cut at a line break
+    or sentence end where there is one, and each sentence is looked for just after the
+    previous one (pysbd only drops white space between sentences). A sentence that cannot
+    be found there is left out, and ``sentence_spans_in`` makes a unit of the text it would
+    have covered.
     """
-    if not text:
-        return []
-    sentences = _pysbd_segmenter().processor(text).process()
     spans: list[tuple[int, int]] = []
-    cursor = 0
-    for sentence in sentences:
-        sentence = sentence.strip()
-        if not sentence:
+    for offset, piece in _windows(text, _PYSBD_WINDOW):
+        if not piece.strip():
             continue
-        start = _LEADING_SPACE.match(text, cursor).end()
-        if not text.startswith(sentence, start):
-            # A bounded look-ahead keeps the pass linear when pysbd rewrote a sentence.
-            start = text.find(sentence, cursor, start + 2 * len(sentence) + 64)
-            if start < 0:
+        cursor = 0
+        for sentence in _pysbd_segmenter().processor(piece).process():
+            sentence = sentence.strip()
+            if not sentence:
                 continue
-        spans.append((start, start + len(sentence)))
-        cursor = start + len(sentence)
+            start = _LEADING_SPACE.match(piece, cursor).end()
+            if not piece.startswith(sentence, start):
+                # A bounded look-ahead keeps the pass linear when pysbd rewrote a sentence.
+                start = piece.find(sentence, cursor, start + 2 * len(sentence) + 64)
+                if start < 0:
+                    continue
+            cursor = start + len(sentence)
+            spans.append((offset + start, offset + cursor))
     return spans
 
 

@@ -289,6 +289,25 @@ def test_pysbd_segments_many_short_lines_in_linear_time() -> None:
     assert time.perf_counter() - started < 10
 
 
+def test_pysbd_never_reads_more_than_a_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    from longscan import segment as segment_module
+
+    pysbd = segment_module._pysbd_segmenter()
+    lengths: list[int] = []
+    processor = pysbd.processor
+
+    def recording(text: str):  # noqa: ANN202 - pysbd's type
+        lengths.append(len(text))
+        return processor(text)
+
+    monkeypatch.setattr(pysbd, "processor", recording)
+    text = "Mr. " * 5_000  # 20 KB: pysbd's abbreviation pass is quadratic (100 KB took 148 s)
+    sentences, _, _ = segment(text, "pysbd", max_chars=1_000)
+    assert max(lengths) <= segment_module._PYSBD_WINDOW < len(text)
+    check_segmentation(text, 1_000, "pysbd")
+    assert len(sentences) == 20
+
+
 def test_pysbd_spans_match_its_sentences() -> None:
     text = "  Mr. Smith went to Washington.  He arrived!\nDid he? Yes. "
     sentences, _, _ = segment(text, "pysbd")
