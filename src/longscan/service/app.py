@@ -451,11 +451,14 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             task = asyncio.create_task(work())
             running.add(task)  # the loop keeps only weak references to tasks
             task.add_done_callback(running.discard)
-            while True:
-                name, data = await events.get()
-                yield _event(name, data)
-                if name in ("result", "error"):
-                    return
+            try:
+                while True:
+                    name, data = await events.get()
+                    yield _event(name, data)
+                    if name in ("result", "error"):
+                        return
+            finally:  # the client left: its question is abandoned, not run for nobody
+                task.cancel()
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 

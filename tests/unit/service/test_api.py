@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -15,6 +16,7 @@ from httpx import Response
 
 from longscan.answering.llm import LLMConfig
 from longscan.service import ServiceSettings, create_app
+from longscan.service.engine import JobCounts
 from scripted_server import ScriptedServer, completion_body
 
 
@@ -242,3 +244,69 @@ def test_a_short_request_timeout_still_starts_and_reports_the_worker(
         health = client.get("/api/health").json()
     assert health["status"] == "ok"
     assert (health["queued"], health["running"], health["abandoned"]) == (0, 0, 0)
+
+
+def test_a_stream_whose_client_left_abandons_its_question(
+    service: tuple[FastAPI, TestClient], story_id: int, api_key: str
+) -> None:
+    """The question of a closed event stream must not run for nobody: it is abandoned (and
+    skipped, here, since it had not started) and counted until then."""
+    app, _ = service
+    engine = app.state.engine
+    release = threading.Event()
+    body = json.dumps({"question": "Where is the key?", "doc_ids": [story_id]}).encode()
+    sent: list[bytes] = []
+    seen: list[Any] = []
+    calls = 0
+    first_event: asyncio.Event
+
+    async def receive() -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return {"type": "http.request", "body": body, "more_body": False}
+        await first_event.wait()
+        return {"type": "http.disconnect"}  # the client read "queued" and left
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            sent.append(message["body"])
+            first_event.set()
+        elif message["type"] == "http.response.start":
+            sent.append(b"")
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},  # as uvicorn says
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/api/ask/stream",
+        "raw_path": b"/api/ask/stream",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"x-api-key", api_key.encode()),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+    }
+
+    async def scenario() -> None:
+        nonlocal first_event
+        first_event = asyncio.Event()
+        held = asyncio.ensure_future(engine.call(release.wait, 30))  # the worker is busy
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(app(scope, receive, send), 30)
+        seen.append(engine.counts())
+        release.set()
+        await held
+        seen.append(engine.counts())
+
+    asyncio.run(scenario())
+    assert b"event: queued" in b"".join(sent) and b"event: result" not in b"".join(sent)
+    assert seen == [JobCounts(queued=1, running=1, abandoned=1), JobCounts(0, 0, 0)]
