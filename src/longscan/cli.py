@@ -728,11 +728,21 @@ def bank_search(
         ]
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
-    for rank, hit in enumerate(hits, start=1):
-        console.print(f"[bold cyan]{rank}.[/] [{hit.doc_id}] {hit.key}  [dim]{hit.score:.4g}[/]")
+    for rank, hit in enumerate(hits, start=1):  # keys and text as Text: no markup, no escapes
+        console.print(
+            Text.assemble(
+                (f"{rank}.", "bold cyan"),
+                f" [{hit.doc_id}] {printable(hit.key)}  ",
+                (f"{hit.score:.4g}", "dim"),
+            ),
+            highlight=False,
+        )
         for item in hit.evidence:
-            text = " ".join(item.text.split())[:160]
-            console.print(f"    [dim]chars {item.start}–{item.end}[/] {text}", highlight=False)
+            text = printable(" ".join(item.text.split())[:160])
+            console.print(
+                Text.assemble("    ", (f"chars {item.start}–{item.end}", "dim"), f" {text}"),
+                highlight=False,
+            )
 
 
 @app.command(name="llm-serve")

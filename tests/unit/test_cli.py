@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from longscan.cli import app
+from longscan.documents import Document
 
 runner = CliRunner()
 
@@ -108,6 +109,25 @@ def test_ask_json_keeps_control_characters_verbatim(tmp_path: Path) -> None:
     (evidence,) = json.loads(result.stdout)["evidence"]
     assert "under the \x1b]0;pwned\x07third stone.\x1b[2J Then \x9b31m" in evidence["text"]
     assert HOSTILE[evidence["start"] : evidence["end"]] == evidence["text"]
+
+
+def test_bank_search_escapes_control_characters_in_the_terminal(tmp_path: Path) -> None:
+    """The bank's plain output shows keys and evidence as text, like ``ask``."""
+    from longscan.bank import MemoryBank
+
+    bank = MemoryBank(tmp_path / "bank")
+    bank.add([Document("[red]notes\x1b]0;x\x07.txt", HOSTILE)])
+    bank.sync(progress=False)
+    del bank
+    result = runner.invoke(
+        app,
+        ["bank", "search", "-q", "key stone", "--bank", str(tmp_path / "bank")],
+    )
+    assert result.exit_code == 0, result.output
+    for raw in ("\x1b", "\x07", "\x9b"):
+        assert raw not in result.output
+    assert "[red]notes\\x1b]0;x\\x07.txt" in result.output
+    assert "\\x1b]0;pwned\\x07third stone." in result.output
 
 
 # ------------------------------------------------------------------ errors print whole
