@@ -40,7 +40,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from longscan import __version__
-from longscan.bank.store import DocumentInfo
+from longscan.bank.store import BankBusy, DocumentInfo
 from longscan.documents import DocumentError, Evidence
 from longscan.retrievers.base import MAX_QUERY_CHARS
 from longscan.service.engine import Abandoned, Busy, Engine, TimedOut, UnknownDocument
@@ -61,6 +61,7 @@ SQLITE_MAX_INTEGER = 2**63 - 1
 DocId = Annotated[int, Field(ge=1, le=SQLITE_MAX_INTEGER, description="A bank id.")]
 ERROR_STATUS: dict[type[Exception], int] = {
     Busy: 503,
+    BankBusy: 503,  # another process (a CLI `bank add`) holds the bank's writer lock
     TimedOut: 504,
     Abandoned: 504,
     UnknownDocument: 404,

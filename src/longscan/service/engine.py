@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+BANK_LOCK_WAIT_S = 5.0  # how long an upload waits for another process writing the bank
+
+
 class Busy(RuntimeError):
     """The queue of questions is full; the client should retry later (503)."""
 
@@ -203,7 +206,8 @@ class Engine:
         from longscan.retrievers.scanner import ScannerRetriever
         from longscan.scanning.scanner import Scanner
 
-        self._bank = MemoryBank(self.settings.data_dir / "bank")
+        # a CLI writer holding the bank answers 503 after a while, not a worker stuck behind it
+        self._bank = MemoryBank(self.settings.data_dir / "bank", lock_timeout=BANK_LOCK_WAIT_S)
         cache = EmbeddingCache(
             self.settings.data_dir / "vectors", max_bytes=self.settings.cache_bytes
         )

@@ -310,3 +310,26 @@ def test_a_stream_whose_client_left_abandons_its_question(
     asyncio.run(scenario())
     assert b"event: queued" in b"".join(sent) and b"event: result" not in b"".join(sent)
     assert seen == [JobCounts(queued=1, running=1, abandoned=1), JobCounts(0, 0, 0)]
+
+
+def test_an_upload_while_another_process_writes_the_bank_is_503_not_a_stuck_worker(
+    service: tuple[FastAPI, TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CLI `bank add` holds the writer lock: the upload waits a little, then is refused
+    with 503 and Retry-After, and the worker answers the next request."""
+    from longscan.bank import MemoryBank
+    from longscan.service import engine as engine_module
+
+    app, client = service
+    engine = app.state.engine
+    assert engine.bank.lock_timeout == engine_module.BANK_LOCK_WAIT_S  # never waits forever
+    monkeypatch.setattr(engine.bank, "lock_timeout", 0.3)
+    other_writer = MemoryBank(engine.bank.path)  # its own lock file handle, as another process
+    before = client.get("/api/documents").json()
+    with other_writer.writing():
+        answer = client.post("/api/documents", files={"file": ("held.txt", b"Held back. Yes.")})
+    assert answer.status_code == 503 and "being written by" in answer.json()["detail"]
+    assert answer.headers["Retry-After"] == "5"
+    assert client.get("/api/documents").json() == before
+    done = client.post("/api/documents", files={"file": ("held.txt", b"Now stored. Yes.")})
+    assert done.status_code == 200, done.text
