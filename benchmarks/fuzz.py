@@ -22,7 +22,7 @@ either answers exactly or refuses with a clear error:
   scores, best first, at most ``top_k`` of them; then ``select`` (widened to neighbours or
   the paragraph, budgeted) must keep them exact and never overlapping. Model-backed
   retrievers (MiniLM on the CPU)
-  get a few hundred small inputs each, the lexical ones thousands, with 1 MB documents.
+  get 1,000 small inputs each, the lexical ones thousands, with 1 MB documents.
 - ``service upload`` and ``service ask``: multipart uploads and pasted JSON text through
   ``create_app`` (FastAPI's TestClient), then questions over what was stored; the stored
   text must be the upload's decoding and every evidence's offsets must index it. 4xx is a
@@ -69,10 +69,10 @@ from tqdm import tqdm
 MB = 1 << 20
 SURROGATE = re.compile("[\ud800-\udfff]")
 CHEAP_RETRIEVERS = ("bm25", "random")
-STAGE_SHARES = {"read_file": 0.38, "segment": 0.38}  # of --inputs; the rest below
+STAGE_SHARES = {"read_file": 0.36, "segment": 0.36}  # of --inputs; the rest below
 LEXICAL_SHARE = 0.06  # each lexical retriever (bm25-sentence, bm25-chunk, random)
-MODEL_SHARE = 0.006  # each model-backed retriever (dense, hybrid, scanner...)
-SERVICE_SHARE = 0.012  # uploads, and as many questions
+MODEL_SHARE = 0.01  # each model-backed retriever (dense, hybrid, scanner...)
+SERVICE_SHARE = 0.02  # uploads, and as many questions
 EXAMPLES_KEPT = 5
 
 # ------------------------------------------------------------------------ generation
@@ -795,7 +795,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--huge-rate",
         type=float,
-        default=0.0005,
+        default=0.001,
         help="Share of documents that are 1 MB runs (segment, read_file, lexical retrievers).",
     )
     parser.add_argument("--limit-s", type=float, default=10.0, help="Time limit per input.")
