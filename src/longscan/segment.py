@@ -21,6 +21,7 @@ _NON_SPACE = re.compile(r"\S")
 _WORD = re.compile(r"\S+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LEADING_SPACE = re.compile(r"\s*")
+_INFORMATION_SEPARATOR = re.compile("[\x1c-\x1f]")
 _PYSBD_WINDOW = 5_000  # characters pysbd reads at once (see _pysbd_spans)
 
 DEFAULT_MAX_CHARS = 1_000
@@ -100,6 +101,10 @@ def _pysbd_spans(text: str) -> list[tuple[int, int]]:
     be found there is left out, and ``sentence_spans_in`` makes a unit of the text it would
     have covered.
     """
+    # pysbd reads a list number after any white space and calls int() on it with that space,
+    # which int() refuses for U+001C..U+001F: "a\x1f5. b" raised ValueError. A space in
+    # their place keeps every offset (one code point for one).
+    text = _INFORMATION_SEPARATOR.sub(" ", text)
     spans: list[tuple[int, int]] = []
     for offset, piece in _windows(text, _PYSBD_WINDOW):
         if not piece.strip():

@@ -10,6 +10,7 @@ regression tests at the end pin what it found.
 from __future__ import annotations
 
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +18,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import longscan
 from longscan.documents import Document, DocumentError, Evidence, read_file
 from longscan.retrievers import BM25Retriever, RandomRetriever, get_retriever
 from longscan.retrievers.base import MAX_QUERY_CHARS
 from longscan.segment import SEGMENTERS, segment
 from longscan.selection import select
 
+PACKAGE = Path(longscan.__file__).resolve().parent
 FAST = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -86,8 +89,13 @@ ENCODINGS = ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "latin-1"
 
 
 def is_clear(error: BaseException) -> bool:
-    """The errors longscan raises on purpose for bad input; everything else is a crash."""
-    return isinstance(error, DocumentError) or type(error) is ValueError
+    """The errors longscan raises on purpose for bad input: a DocumentError or a plain
+    ValueError raised by longscan's own code (one from inside a library, such as pysbd's
+    int(), is a crash); everything else is a crash."""
+    if not (isinstance(error, DocumentError) or type(error) is ValueError):
+        return False
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and Path(frames[-1].filename).is_relative_to(PACKAGE)
 
 
 def check_evidence(evidence: list[Evidence], documents: list[Document]) -> None:
@@ -306,6 +314,12 @@ def test_pysbd_never_reads_more_than_a_window(monkeypatch: pytest.MonkeyPatch) -
     assert max(lengths) <= segment_module._PYSBD_WINDOW < len(text)
     check_segmentation(text, 1_000, "pysbd")
     assert len(sentences) == 20
+
+
+@pytest.mark.parametrize("separator", ["\x1c", "\x1d", "\x1e", "\x1f"])
+def test_pysbd_segments_a_list_number_after_an_information_separator(separator: str) -> None:
+    text = f"Take the key{separator}5. Open the door."  # pysbd's int() raised ValueError
+    check_segmentation(text, 1_000, "pysbd")
 
 
 def test_pysbd_spans_match_its_sentences() -> None:
