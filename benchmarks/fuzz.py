@@ -28,8 +28,9 @@ either answers exactly or refuses with a clear error:
   text must be the upload's decoding and every evidence's offsets must index it. 4xx is a
   clear refusal, 5xx (or an exception in the client) a crash, 504 a hang.
 
-A crash is any exception but the clear ones (``DocumentError``, a plain ``ValueError``): a
-``UnicodeError``, ``IndexError``, ``TypeError``... A hang is an input that ran over its time
+A crash is any exception but the clear ones (``DocumentError``, or a plain ``ValueError``
+raised by longscan's own code, never by a library inside it): a ``UnicodeError``,
+``IndexError``, ``TypeError``... A hang is an input that ran over its time
 limit (``--limit-s``, three times that for model-backed stages, plus ``--per-mb-s`` per MB
 of input: pysbd, the slowest segmenter, reads about 50 KB/s of one-word lines; an alarm at
 three times the limit aborts the input).
@@ -327,7 +328,7 @@ class Stage:
 
     def keep(self, kind: str, case: str, detail: str) -> None:
         found = self.examples.setdefault(kind, [])
-        if len(found) < EXAMPLES_KEPT:
+        if len(found) < (50 if kind == "clear" else EXAMPLES_KEPT):
             found.append({"input": case, "detail": detail[:2000]})
 
     @property
@@ -343,9 +344,16 @@ class Outcome:
 
 
 def is_clear(error: BaseException) -> bool:
+    """A DocumentError or a plain ValueError raised by longscan's own code; the same types
+    raised inside a library (pysbd's ``int()`` of a list number) are crashes."""
+    import longscan
     from longscan.documents import DocumentError
 
-    return isinstance(error, DocumentError) or type(error) is ValueError
+    if not (isinstance(error, DocumentError) or type(error) is ValueError):
+        return False
+    frames = traceback.extract_tb(error.__traceback__)
+    package = Path(longscan.__file__).resolve().parent
+    return bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(package)
 
 
 def run_stage(
@@ -382,6 +390,8 @@ def run_stage(
                 stage.clear_errors += 1
                 first = outcome.detail.split(":")[-1].strip()[:60] or outcome.detail[:60]
                 stage.clear_messages[first] = stage.clear_messages.get(first, 0) + 1
+                if stage.clear_messages[first] == 1 and len(stage.clear_messages) <= 50:
+                    stage.keep("clear", description, outcome.detail)
             else:
                 attribute = {"crash": "crashes", "inexact": "inexact", "hang": "hangs"}
                 name = attribute.get(outcome.kind, outcome.kind)
