@@ -30,10 +30,10 @@ either answers exactly or refuses with a clear error:
 
 A crash is any exception but the clear ones (``DocumentError``, or a plain ``ValueError``
 raised by longscan's own code, never by a library inside it): a ``UnicodeError``,
-``IndexError``, ``TypeError``... A hang is an input that ran over its time
-limit (``--limit-s``, three times that for retrievers and the service, plus ``--per-mb-s`` per MB
-of input: pysbd, the slowest segmenter, reads about 50 KB/s of one-word lines; an alarm at
-three times the limit aborts the input).
+``IndexError``, ``TypeError``... A hang is an input that ran over its time limit
+(``--limit-s``, three times that for the retrievers and the service, plus ``--per-mb-s``
+per MB of input: pysbd, the slowest segmenter, reads about 50 KB/s of one-word lines; an
+alarm at three times the limit aborts the input).
 Memory: resident set size after the first tenth of a stage (the warm-up) against its end,
 after garbage collection; growth over ``--memory-mb`` is reported as unbounded.
 
