@@ -17,6 +17,7 @@ then the routes; each refusal is made before the body is read.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import logging
 import secrets
@@ -351,7 +352,10 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         """Store pasted text as a file called ``name`` and add it to the bank."""
 
         async def chunks() -> AsyncIterator[bytes]:
-            yield document.text.encode("utf-8")  # no lone surrogates: validated
+            # The stored file is read back as any upload is, and a reader takes a leading
+            # U+FEFF for a byte-order mark; the mark written first is the one it removes, so
+            # the pasted text, a U+FEFF of its own included, is kept whole.
+            yield codecs.BOM_UTF8 + document.text.encode("utf-8")  # no lone surrogates
 
         return await store(document.name, chunks())
 

@@ -333,3 +333,18 @@ def test_an_upload_while_another_process_writes_the_bank_is_503_not_a_stuck_work
     assert client.get("/api/documents").json() == before
     done = client.post("/api/documents", files={"file": ("held.txt", b"Now stored. Yes.")})
     assert done.status_code == 200, done.text
+
+
+@pytest.mark.parametrize("text", ["\ufeffThe key is blue. It hangs by the door.", "Plain. Text."])
+def test_pasted_text_is_stored_whole_even_when_it_starts_with_u_feff(
+    client: TestClient, text: str
+) -> None:
+    """A paste is read back like an uploaded file, where a leading U+FEFF is a byte-order
+    mark: the text the service keeps, and every offset into it, is still the text pasted."""
+    stored = client.post("/api/documents/text", json={"name": "bom.txt", "text": text})
+    assert stored.status_code == 200, stored.text
+    kept = client.get(f"/api/documents/{stored.json()['id']}").json()["text"]
+    assert kept == text
+    body = {"question": "Where does the key hang?", "doc_ids": [stored.json()["id"]]}
+    for item in client.post("/api/ask", json=body).json()["evidence"]:
+        assert text[item["start"] : item["end"]] == item["text"]
