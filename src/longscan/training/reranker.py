@@ -356,8 +356,58 @@ def train_reranker(
         },
     }
     tensors = adapter_tensors(model[0].model)
-    save_adapter(out_dir, tensors, config.adapter, {**(card or {}), **report}, __version__)
+    card = {**(card or {}), **report}
+    save_adapter(out_dir, tensors, config.adapter, card, __version__)
+    write_model_card(out_dir, card, config.adapter)
     return report
+
+
+def write_model_card(directory: Path, card: dict[str, Any], adapter: AdapterConfig) -> None:
+    """MODEL_CARD.md from the training report: data, negatives, seed, recipe, losses."""
+    data = card.get("data", {})
+    counts = data.get("pairs_by_source_kind_label", {})
+    rows = "\n".join(f"| {key} | {count:,} |" for key, count in counts.items())
+    recipe = card["recipe"]
+    text = f"""# longscan cross-encoder re-scorer (LoRA over all-MiniLM-L6-v2)
+
+A LoRA adapter (rank {adapter.rank}, alpha {adapter.alpha}, on MiniLM's
+{", ".join(adapter.target_modules)} layers) and a fresh one-logit head, read over the packaged
+all-MiniLM-L6-v2 as a cross-encoder: `(question, sentence [SEP] paragraph lead and previous
+sentence)`, {adapter.max_length} word pieces. Second-round queries are the question joined with
+a first-hop sentence (`question [SEP] sentence`).
+
+## Command and seed
+
+```
+longscan train-reranker --out DIR --pairs-cache PAIRS.jsonl --seed {recipe["seed"]}
+```
+
+Seed {recipe["seed"]} (mining, shuffling and the head's initialisation); {card["steps"]} steps of
+batch {recipe["batch_size"]}, {recipe["epochs"]} epoch(s), learning rate {recipe["learning_rate"]}
+(cosine, {recipe["warmup_ratio"]:.0%} warm-up), weight decay {recipe["weight_decay"]};
+loss: {recipe["loss"]}. Trained on CPU in {card["seconds"]:,.0f} s.
+
+## Data
+
+{data.get("split", "")}. Per source: {data.get("max_per_source", {})} questions
+(None: all).
+
+Negatives per query: {card.get("negatives", {})} (BM25 and dense: the best-ranked non-gold
+sentences of the question's own document; random: any other sentence of it). Second-hop
+pairs: for each paragraph holding supporting sentences, the question joined with its first
+supporting sentence, against the other paragraphs' supporting sentences and negatives mined
+for that joined query.
+
+| source/round/label | pairs |
+|---|---:|
+{rows}
+
+## Loss
+
+Objective over {min(PROBE_PAIRS, card["pairs"])} training pairs (no dropout): {card["initial_loss"]}
+before, {card["final_loss"]} after training.
+"""
+    (directory / "MODEL_CARD.md").write_text(text, encoding="utf-8")
 
 
 def run_reranker_training(

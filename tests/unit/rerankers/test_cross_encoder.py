@@ -1,0 +1,122 @@
+"""The cross-encoder re-scorer: what it reads, how its adapter loads, and that it learns."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from longscan.bench.builders import build_squad_long
+from longscan.documents import Document
+from longscan.encoders.minilm import get_encoder
+from longscan.rerankers.cross_encoder import (
+    CONFIG_FILE,
+    WEIGHTS_FILE,
+    AdapterConfig,
+    CrossEncoderReranker,
+    RerankerError,
+    sentence_in_context,
+)
+from longscan.training.reranker import MiningConfig, TrainConfig, mine_pairs, train_reranker
+
+
+def test_a_sentence_is_read_first_with_its_paragraph_lead_and_predecessor() -> None:
+    text = (
+        "Ada Lovelace was a mathematician. She wrote notes. They describe an algorithm.\n\nOther."
+    )
+    document = Document("d", text)
+    assert sentence_in_context(document, 0) == "Ada Lovelace was a mathematician."
+    third = sentence_in_context(document, 2)
+    assert third.startswith("They describe an algorithm. [SEP] Ada Lovelace")
+    assert "She wrote notes." in third
+    assert sentence_in_context(document, 3) == "Other."  # a new paragraph has no context
+
+
+@pytest.fixture(scope="module")
+def tiny_pairs(data_dir: Path):
+    items = build_squad_long("train", 600, max_items=4, seed=0, data_dir=data_dir)
+    pairs, counts = mine_pairs(
+        [("squad", items)], get_encoder(), MiningConfig(2, 2, 1, False), progress=False
+    )
+    return pairs, counts
+
+
+def test_mined_pairs_hold_the_gold_sentence_and_look_alikes_from_its_document(
+    tiny_pairs, data_dir: Path
+) -> None:
+    pairs, counts = tiny_pairs
+    items = build_squad_long("train", 600, max_items=4, seed=0, data_dir=data_dir)
+    for item in items:
+        mine = [p for p in pairs if p.query == item.query]
+        gold = item.documents[0].text[item.gold_spans[0].start : item.gold_spans[0].end]
+        positives = [p.passage for p in mine if p.label == 1.0]
+        assert positives and any(gold in p or p.split(" [SEP] ")[0] in gold for p in positives)
+        negatives = [p.passage for p in mine if p.label == 0.0]
+        assert len(negatives) == 5 and not set(negatives) & set(positives)
+        assert all(p.split(" [SEP] ")[0] in item.documents[0].text for p in negatives)
+    assert counts["squad/hop1/1"] >= len(items)
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_pairs, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A smoke fine-tuning run on real mined pairs: its adapter folder and report."""
+    pairs, _ = tiny_pairs
+    out = tmp_path_factory.mktemp("reranker") / "adapter"
+    config = TrainConfig(epochs=3, batch_size=8, learning_rate=1e-3, adapter=AdapterConfig(8, 16))
+    return out, train_reranker(pairs, out, config, progress=False)
+
+
+def test_fine_tuning_lowers_the_loss_and_the_adapter_round_trips(tiny_pairs, trained) -> None:
+    pairs, _ = tiny_pairs
+    out, report = trained
+    assert report["final_loss"] < report["initial_loss"]
+    saved = json.loads((out / CONFIG_FILE).read_text())
+    assert saved["adapter"]["rank"] == 8 and saved["training"]["pairs"] == len(pairs)
+    card = (out / "MODEL_CARD.md").read_text()
+    assert f"{report['initial_loss']}\nbefore, {report['final_loss']} after" in card
+    passages = [p.passage for p in pairs[:6]]
+    once = CrossEncoderReranker.load(out).score(pairs[0].query, passages)
+    again = CrossEncoderReranker.load(out).score(pairs[0].query, passages)
+    np.testing.assert_allclose(once, again, rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture
+def adapter_copy(trained, tmp_path: Path) -> Path:
+    copy = tmp_path / "adapter"
+    shutil.copytree(trained[0], copy)
+    return copy
+
+
+def test_a_corrupt_adapter_is_refused_with_the_file_named(adapter_copy: Path) -> None:
+    weights = adapter_copy / WEIGHTS_FILE
+    raw = bytearray(weights.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    weights.write_bytes(bytes(raw))
+    with pytest.raises(RerankerError, match="SHA-256.*corrupt"):
+        CrossEncoderReranker.load(adapter_copy)
+
+
+def test_a_truncated_adapter_with_a_matching_hash_is_refused(adapter_copy: Path) -> None:
+    weights = adapter_copy / WEIGHTS_FILE
+    weights.write_bytes(weights.read_bytes()[:100])
+    config = json.loads((adapter_copy / CONFIG_FILE).read_text())
+    from longscan.rerankers.cross_encoder import file_sha256
+
+    config["sha256"] = file_sha256(weights)
+    (adapter_copy / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(RerankerError, match="unreadable safetensors"):
+        CrossEncoderReranker.load(adapter_copy)
+
+
+def test_a_missing_or_foreign_adapter_is_refused(adapter_copy: Path) -> None:
+    config = json.loads((adapter_copy / CONFIG_FILE).read_text())
+    config["base_model"] = "bert-base-uncased"
+    (adapter_copy / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(RerankerError, match="bert-base-uncased"):
+        CrossEncoderReranker.load(adapter_copy)
+    (adapter_copy / WEIGHTS_FILE).unlink()
+    with pytest.raises(RerankerError, match="missing"):
+        CrossEncoderReranker.load(adapter_copy)
