@@ -19,7 +19,6 @@ as multi-hop dense retrieval (MDR) does; the same model is trained on both kinds
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from longscan.documents import Document
+from longscan.scanning.checkpoint import file_sha256
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -93,14 +93,6 @@ def sentence_in_context(document: Document, index: int) -> str:
 def join_hop(query: str, hop: str) -> str:
     """The second round's query: the question with a first-hop sentence after it."""
     return query + HOP_SEPARATOR + hop
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def base_cross_encoder(max_length: int, device: str = "cpu") -> CrossEncoder:
