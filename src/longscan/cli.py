@@ -430,7 +430,7 @@ def train_reranker_command(
             TrainConfig(epochs, batch_size, lr, seed=seed, adapter=AdapterConfig()),
             pairs_cache=pairs_cache,
         )
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, ImportError) as error:
         raise _fail(str(error)) from None
     summary = {k: report[k] for k in ("pairs", "steps", "initial_loss", "final_loss")}
     console.print_json(json.dumps({**summary, "seconds_total": report["seconds_total"]}))

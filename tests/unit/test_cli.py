@@ -160,7 +160,9 @@ def test_llm_serve_help_names_the_extra() -> None:
 # `longscan llm-serve` (the real command and LocalServer) with a stand-in for llama.cpp's
 # server: a small HTTP server that answers /v1/models, so the test needs no compiled extra.
 STAND_IN = """
-import os, sys
+import os, signal, sys
+# a background job of a non-interactive shell (as CI may be) starts with SIGINT ignored
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from longscan.answering import local
 from longscan.cli import app
 

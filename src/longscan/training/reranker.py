@@ -269,8 +269,15 @@ def train_reranker(
     import time
 
     import torch
-    from datasets import Dataset
-    from peft import LoraConfig
+
+    try:
+        from datasets import Dataset
+        from peft import LoraConfig
+    except ImportError as error:
+        raise ImportError(
+            f"fine-tuning needs the [train] extra ({error.name} is missing): "
+            "pip install 'longscan[train]'"
+        ) from error
     from sentence_transformers.cross_encoder import (
         CrossEncoderTrainer,
         CrossEncoderTrainingArguments,

@@ -126,7 +126,7 @@ def test_a_write_from_another_sites_page_is_refused_and_changes_nothing(
     assert (forged.status_code, pasted.status_code) == (403, 403), forged.text
     assert "another site" in forged.json()["detail"]
     assert client.get(f"/api/documents/{doc_id}").json()["text"] == "Mine."
-    assert (data_dir / "uploads" / "csrf.txt").read_text() == "Mine."
+    assert (data_dir / "uploads" / "csrf.txt").read_text(encoding="utf-8-sig") == "Mine."
 
 
 def test_a_write_from_the_services_own_page_passes(client: TestClient, base_url: str) -> None:
