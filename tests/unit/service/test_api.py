@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from asgi_scope import loopback_post
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from httpx import Response
@@ -275,26 +276,14 @@ def test_a_stream_whose_client_left_abandons_its_question(
         elif message["type"] == "http.response.start":
             sent.append(b"")
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},  # as uvicorn says
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/api/ask/stream",
-        "raw_path": b"/api/ask/stream",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [
-            (b"host", b"127.0.0.1:8000"),
+    scope = loopback_post(
+        "/api/ask/stream",
+        [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
             (b"x-api-key", api_key.encode()),
         ],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-        "state": {},
-    }
+    )
 
     async def scenario() -> None:
         nonlocal first_event

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from asgi_scope import loopback_post
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from starlette.types import Message
@@ -185,25 +186,13 @@ def test_the_key_is_checked_before_the_body_is_read(
     async def send(message: Message) -> None:
         sent.append(message)
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/api/documents/text",
-        "raw_path": b"/api/documents/text",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [
-            (b"host", b"127.0.0.1:8000"),
+    scope = loopback_post(
+        "/api/documents/text",
+        [
             (b"content-type", b"application/json"),
             (b"content-length", str(max_upload_bytes - 1).encode()),
         ],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-        "state": {},
-    }
+    )
     asyncio.run(asyncio.wait_for(app(scope, receive, send), 10))
     assert sent[0]["status"] == 401
     assert reads == 0
