@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,6 @@ class _Miner:
     encoder: _VectorCache
     config: MiningConfig
     rng: random.Random
-    counts: dict[str, int] = field(default_factory=dict)
 
     def negatives(
         self, query: str, texts: list[str], index: Any, vectors: np.ndarray, exclude: set[int]
@@ -128,9 +128,6 @@ class _Miner:
                     pairs += self._pairs(document, joined, targets, gold, texts, index, vectors)
         for pair in pairs:
             pair.source = source
-            self.counts[f"{source}/{pair.kind}/{int(pair.label)}"] = (
-                self.counts.get(f"{source}/{pair.kind}/{int(pair.label)}", 0) + 1
-            )
         return pairs
 
     def _pairs(
@@ -152,6 +149,11 @@ class _Miner:
         ]
 
 
+def pair_counts(pairs: Iterable[Pair]) -> dict[str, int]:
+    """Pairs by ``source/kind/label`` (sorted), for the model card."""
+    return dict(sorted(Counter(f"{p.source}/{p.kind}/{int(p.label)}" for p in pairs).items()))
+
+
 def mine_pairs(
     sources: Iterable[tuple[str, Sequence[QAItem]]],
     encoder: SentenceEncoder,
@@ -166,7 +168,7 @@ def mine_pairs(
     for name, items in sources:
         for item in tqdm(items, desc=f"mining {name} pairs", disable=not progress):
             pairs.extend(miner.item_pairs(item, name))
-    return pairs, dict(sorted(miner.counts.items()))
+    return pairs, pair_counts(pairs)
 
 
 OWN_PARAGRAPHS_ONLY = 1  # a target below a question's own paragraphs adds no foreign ones
@@ -440,10 +442,7 @@ def run_reranker_training(
     torch.manual_seed(config.seed)
     if pairs_cache is not None and pairs_cache.is_file():
         pairs = load_pairs(pairs_cache)
-        counts: dict[str, int] = {}
-        for pair in pairs:
-            key = f"{pair.source}/{pair.kind}/{int(pair.label)}"
-            counts[key] = counts.get(key, 0) + 1
+        counts = pair_counts(pairs)
     else:
         fingerprints = evaluation_fingerprints(data_dir)
         sources = training_sources(max_per_source, config.seed, data_dir, fingerprints)
@@ -456,7 +455,7 @@ def run_reranker_training(
             "sample + the 991 extra questions); paragraphs sharing a sentence with any "
             "evaluation document dropped",
             "max_per_source": max_per_source,
-            "pairs_by_source_kind_label": dict(sorted(counts.items())),
+            "pairs_by_source_kind_label": counts,
         },
         "negatives": asdict(mining),
     }
