@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -42,6 +43,7 @@ CONFIG_FILE = "config.json"
 BASE_MODEL = "all-MiniLM-L6-v2"
 HOP_SEPARATOR = " [SEP] "  # BERT's own separator token between the question and a hop
 CONTEXT_SEPARATOR = " [SEP] "  # between the sentence and the context it is read with
+SCORE_CACHE_SIZE = 4096  # (query, passage) scores kept: re-reads within and across queries
 MAX_CONTEXT_WORDS = 40  # the context words read beside a sentence (paragraph lead, previous)
 
 
@@ -132,19 +134,28 @@ class CrossEncoderReranker:
         self.model = model
         self.config = config
         self.digest = digest
+        self._scores: OrderedDict[tuple[str, str], float] = OrderedDict()
 
     def score(self, query: str, passages: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """``(len(passages),)`` float32 logits of ``query`` against each passage."""
-        if not passages:
-            return np.zeros(0, dtype=np.float32)
-        scores = self.model.predict(
-            [(query, passage) for passage in passages],
-            batch_size=batch_size,
-            activation_fn=_identity(),
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(scores, dtype=np.float32).reshape(-1)
+        """``(len(passages),)`` float32 logits of ``query`` against each passage; pairs read
+        recently are not read again (a second round meets first-round candidates)."""
+        pairs = [(query, passage) for passage in passages]
+        missing = list(dict.fromkeys(pair for pair in pairs if pair not in self._scores))
+        if missing:
+            scores = self.model.predict(
+                missing,
+                batch_size=batch_size,
+                activation_fn=_identity(),
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            self._scores.update(zip(missing, np.asarray(scores).reshape(-1).tolist(), strict=True))
+        for pair in pairs:
+            self._scores.move_to_end(pair)
+        result = np.array([self._scores[pair] for pair in pairs], dtype=np.float32)
+        while len(self._scores) > SCORE_CACHE_SIZE:
+            self._scores.popitem(last=False)
+        return result
 
     @classmethod
     def load(cls, directory: str | Path = PACKAGED) -> CrossEncoderReranker:

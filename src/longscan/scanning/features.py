@@ -22,8 +22,8 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from longscan.documents import Document
 from longscan.encoders.minilm import SentenceEncoder
-from longscan.retrievers.bm25 import build_index, tokenize
-from longscan.retrievers.hybrid import ranks_of
+from longscan.retrievers.bm25 import tokenize
+from longscan.scanning.first_stage import FirstStage, SentenceIndex, SentenceIndexes, rank_feature
 
 FEATURE_NAMES = (
     "bm25_over_max",  # BM25 score / the document's best score
@@ -56,14 +56,6 @@ _NAME_WORD = re.compile(r"[^\W_][\w'’\-]*")
 N_FEATURES = len(FEATURE_NAMES)
 
 
-class _DocumentIndex:
-    """The BM25 index (term ids in a sparse matrix, no strings kept) and structure features."""
-
-    def __init__(self, bm25: Any, structure: np.ndarray) -> None:
-        self.bm25 = bm25
-        self.structure = structure
-
-
 class LexicalFeatures:
     """Computes ``(n_sentences, N_FEATURES)`` features; per-document indexes are cached.
 
@@ -74,24 +66,20 @@ class LexicalFeatures:
     """
 
     def __init__(self, encoder: SentenceEncoder | None = None, max_cached: int = 64) -> None:
-        self._indexes: OrderedDict[str, _DocumentIndex] = OrderedDict()
-        self.max_cached = max_cached
+        self.indexes = SentenceIndexes(max_cached)
         self.encoder = encoder
         self._tokens: OrderedDict[str, np.ndarray] = OrderedDict()
 
-    def _index(self, documents: Sequence[Document]) -> _DocumentIndex:
-        key = "\x1f".join(document.content_hash for document in documents)
-        if key in self._indexes:
-            self._indexes.move_to_end(key)
-            return self._indexes[key]
-        texts = [text for document in documents for text in document.sentence_texts()]
-        bm25 = build_index(texts)
-        structure = np.concatenate([structure_features(d) for d in documents])
-        index = _DocumentIndex(bm25, structure)
-        self._indexes[key] = index
-        while len(self._indexes) > self.max_cached:
-            self._indexes.popitem(last=False)
-        return index
+    def first_stage(
+        self,
+        query: str,
+        documents: Sequence[Document],
+        vectors: np.ndarray,
+        query_vector: np.ndarray,
+    ) -> FirstStage:
+        """The query's BM25 and dense rankings over ``documents`` read as one sequence (BM25
+        statistics are those of the whole sequence, as the scanner reads it)."""
+        return FirstStage.run(query, self.indexes(documents), vectors, query_vector)
 
     def for_scan(
         self,
@@ -101,10 +89,23 @@ class LexicalFeatures:
         query_vector: np.ndarray,
         columns: int = N_FEATURES,
     ) -> np.ndarray:
+        """``first_stage`` then ``columns``: every feature column of a query."""
+        first = self.first_stage(query, documents, vectors, query_vector)
+        return self.columns(first, documents, vectors, query_vector, columns)
+
+    def columns(
+        self,
+        first: FirstStage,
+        documents: Sequence[Document],
+        vectors: np.ndarray,
+        query_vector: np.ndarray,
+        columns: int = N_FEATURES,
+    ) -> np.ndarray:
         """Every feature column, exactly as the scanner reads them; training and inference
         both come here, so the two cannot drift apart.
 
         Args:
+            first: The query's first stage over ``documents``.
             vectors: ``(n_sentences, d)`` sentence vectors of ``documents``, in order.
             query_vector: ``(d,)``.
             columns: How many leading columns the caller reads (a checkpoint trained on
@@ -113,14 +114,33 @@ class LexicalFeatures:
         Raises:
             ValueError: the token-match columns are read but no encoder was given.
         """
-        features = self.compute(query, documents)
-        add_dense_rank(features, vectors, query_vector)
+        features = np.zeros((first.index.size, N_FEATURES), dtype=np.float32)
+        if not len(features):
+            return features
+        self._add_text_columns(features, first)
         add_paragraph_features(features, vectors, query_vector)
-        first_pass = _first_pass(features)
-        self._add_feedback(features, query, documents, vectors, first_pass)
-        if columns > FEATURE_NAMES.index("token_match") and len(vectors):
-            self._add_token_match(features, query, documents, first_pass)
+        first_pass = first.order()
+        self._add_feedback(features, first, documents, vectors, first_pass)
+        if columns > FEATURE_NAMES.index("token_match"):
+            self._add_token_match(features, first.query, documents, first_pass)
         return features
+
+    @staticmethod
+    def _add_text_columns(features: np.ndarray, first: FirstStage) -> None:
+        """The first stage's columns, query coverage and the structure columns."""
+        features[:, 3:6] = first.index.structure
+        features[:, FEATURE_NAMES.index("bm25_rank")] = first.bm25_rank
+        features[:, FEATURE_NAMES.index("dense_rank")] = first.dense_rank
+        best = first.bm25.max()
+        if best > 0:
+            features[:, FEATURE_NAMES.index("bm25_over_max")] = first.bm25 / best
+        query_terms = list(dict.fromkeys(tokenize([first.query])[0]))
+        presence = _TermPresence(first.index.bm25)
+        coverage = FEATURE_NAMES.index("query_coverage")
+        for term in first.index.known_terms(first.query):
+            features[:, coverage] += presence.of(term)
+        if query_terms:
+            features[:, coverage] /= len(query_terms)
 
     def _add_token_match(
         self,
@@ -163,13 +183,13 @@ class LexicalFeatures:
     def _add_feedback(
         self,
         features: np.ndarray,
-        query: str,
+        first: FirstStage,
         documents: Sequence[Document],
         vectors: np.ndarray,
         first_pass: np.ndarray,
     ) -> None:
         """Fill the pseudo-relevance-feedback columns (``feedback_*``, ``*name*``) from the
-        best sentences of ``first_pass`` (positions, best first: ``_first_pass``).
+        best sentences of ``first_pass`` (positions, best first: ``FirstStage.order``).
 
         Multi-hop evidence often shares no word with the question: it is about an entity
         that only the first hop names ("... starring Shirley Temple"). The best sentences of
@@ -180,24 +200,22 @@ class LexicalFeatures:
         if not len(vectors):
             return
         top = np.sort(first_pass[:FEEDBACK_SENTENCES])
-        index = self._index(documents)
+        index = first.index
         texts = _sentence_texts_at(documents, top)
-        asked = set(tokenize([query])[0])
+        asked = set(tokenize([first.query])[0])
         fed_back = dict.fromkeys(t for terms in tokenize(texts) for t in terms if t not in asked)
-        known = [t for t in fed_back if t in index.bm25.vocab_dict]
-        if known:
-            scores = np.asarray(index.bm25.get_scores(known), dtype=np.float64)
-            if scores.max() > 0:
-                features[:, FEATURE_NAMES.index("feedback_bm25")] = scores / scores.max()
+        scores = index.scores([t for t in fed_back if t in index.bm25.vocab_dict])
+        if scores.max() > 0:
+            features[:, FEATURE_NAMES.index("feedback_bm25")] = scores / scores.max()
         centre = vectors[top].mean(axis=0)
         centre /= max(float(np.linalg.norm(centre)), 1e-12)
         features[:, FEATURE_NAMES.index("feedback_dense_rank")] = rank_feature(vectors @ centre)
-        self._add_names(features, index, query, texts, asked)
+        self._add_names(features, index, first.query, texts, asked)
 
     def _add_names(
         self,
         features: np.ndarray,
-        index: _DocumentIndex,
+        index: SentenceIndex,
         query: str,
         fed_back_texts: list[str],
         asked: set[str],
@@ -219,33 +237,6 @@ class LexicalFeatures:
         features[:, FEATURE_NAMES.index("bridge_name")] = bridge
         features[:, FEATURE_NAMES.index("bridge_name_paragraph")] = paragraph_max(bridge, runs)
 
-    def compute(self, query: str, documents: Sequence[Document]) -> np.ndarray:
-        """The text features of every sentence of ``documents`` (read as one sequence), float32;
-        ``dense_rank`` stays 0 (it needs the vectors: see ``for_scan``).
-
-        BM25 statistics are those of the whole sequence, as the scanner reads it.
-        """
-        n = sum(len(document.sentences) for document in documents)
-        features = np.zeros((n, N_FEATURES), dtype=np.float32)
-        if n == 0:
-            return features
-        index = self._index(documents)
-        features[:, 3:6] = index.structure
-        query_terms = list(dict.fromkeys(tokenize([query])[0]))
-        known = [t for t in query_terms if t in index.bm25.vocab_dict]
-        if known:
-            scores = np.asarray(index.bm25.get_scores(known), dtype=np.float64)
-            best = scores.max()
-            if best > 0:
-                features[:, 0] = scores / best
-                features[:, 1] = np.where(scores > 0, rank_feature(scores), 0)
-        presence = _TermPresence(index.bm25)
-        for term in known:
-            features[:, 2] += presence.of(term)
-        if query_terms:
-            features[:, 2] /= len(query_terms)
-        return features
-
 
 def max_sim(query: np.ndarray, sentence: np.ndarray) -> float:
     """Late interaction of unit token vectors ``(q, d)`` and ``(s, d)``: the mean over query
@@ -253,15 +244,6 @@ def max_sim(query: np.ndarray, sentence: np.ndarray) -> float:
     if not len(query) or not len(sentence):
         return 0.0
     return float((query @ sentence.T).max(axis=1).mean())
-
-
-def _first_pass(features: np.ndarray) -> np.ndarray:
-    """Sentence positions, best first, by BM25 rank + dense rank (a hybrid first pass)."""
-    first_pass = (
-        features[:, FEATURE_NAMES.index("bm25_rank")]
-        + features[:, FEATURE_NAMES.index("dense_rank")]
-    )
-    return np.argsort(-first_pass, kind="stable")
 
 
 def _sentence_texts_at(documents: Sequence[Document], positions: np.ndarray) -> list[str]:
@@ -277,21 +259,6 @@ def _sentence_texts_at(documents: Sequence[Document], positions: np.ndarray) -> 
                 texts.append(document.text[start:stop])
         offset = end
     return texts
-
-
-def rank_feature(scores: np.ndarray) -> np.ndarray:
-    """``1 - log(rank) / log(n + 1)``: 1 for the best of n, near 0 for the worst.
-
-    Ranks compare a sentence with the whole document, which the raw score cannot, and do not
-    depend on the score's scale, so the scanner sees the same range on any document.
-    """
-    return (1 - np.log(ranks_of(scores)) / np.log(len(scores) + 1)).astype(np.float32)
-
-
-def add_dense_rank(features: np.ndarray, vectors: np.ndarray, query: np.ndarray) -> None:
-    """Fill the ``dense_rank`` column from sentence vectors ``(n, d)`` and the query ``(d,)``."""
-    if len(vectors):
-        features[:, FEATURE_NAMES.index("dense_rank")] = rank_feature(vectors @ query)
 
 
 def add_paragraph_features(features: np.ndarray, vectors: np.ndarray, query: np.ndarray) -> None:
@@ -403,20 +370,3 @@ class _TermPresence:
                 rarity = np.log((total + 1) / paragraphs) / np.log(total + 1)
                 np.maximum(best, np.where(mentions, rarity, 0), out=best)
         return best
-
-
-def structure_features(document: Document) -> np.ndarray:
-    """``(n, 3)``: paragraph start, position in paragraph, log length; query-independent."""
-    owner = document.sentence_paragraph
-    n = len(owner)
-    result = np.zeros((n, 3), dtype=np.float32)
-    if n == 0:
-        return result
-    starts = np.r_[True, owner[1:] != owner[:-1]]
-    first_of_run = np.maximum.accumulate(np.where(starts, np.arange(n), 0))
-    counts = np.bincount(owner)[owner]
-    result[:, 0] = starts
-    result[:, 1] = (np.arange(n) - first_of_run) / np.maximum(counts, 1)
-    words = np.array([len(t.split()) for t in document.sentence_texts()])
-    result[:, 2] = np.log1p(words) / 5
-    return result

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
@@ -23,6 +23,9 @@ from longscan.encoders.contextual import ContextualSentenceEncoder, Progress
 from longscan.encoders.minilm import bound_allocator, get_encoder
 from longscan.scanning.checkpoint import CheckpointInfo, ScanNetwork, load_checkpoint
 from longscan.scanning.features import LexicalFeatures
+
+if TYPE_CHECKING:  # the re-ranker reads the checkpoint module, which imports this package
+    from longscan.rerankers.rounds import TwoRounds
 
 ScanMode = Literal["stream", "sliding"]
 CHARS_PER_TOKEN = 4.0  # English prose; only sizes the sliding windows, never the results
@@ -69,6 +72,8 @@ class Scanner:
             ``"sliding"`` (the paper's 120k/60k-token windows, logits averaged).
         sliding: Window and stride for ``"sliding"``.
         window_sentences: Sentences per streamed block (bounds activation memory).
+        rounds: The cross-encoder's two rounds over the scan's best sentences, or ``None``
+            to return the scan's logits.
     """
 
     def __init__(
@@ -79,6 +84,7 @@ class Scanner:
         mode: ScanMode = "stream",
         sliding: SlidingWindow | None = None,
         window_sentences: int = 1024,
+        rounds: TwoRounds | None = None,
     ) -> None:
         if mode not in ("stream", "sliding"):
             raise ValueError(f"unknown scan mode {mode!r}; use 'stream' or 'sliding'")
@@ -89,6 +95,7 @@ class Scanner:
         self.mode = mode
         self.sliding = sliding or SlidingWindow()
         self.window_sentences = window_sentences
+        self.rounds = rounds
         self.encoder = ContextualSentenceEncoder(get_encoder(info.encoder.split("/")[0]))
         if self.encoder.name != info.encoder:
             raise ValueError(
@@ -115,15 +122,34 @@ class Scanner:
     def score(
         self, query: str, documents: Sequence[Document], progress: bool = False
     ) -> np.ndarray:
-        """Logits ``(total sentences,)`` for the documents read one after another."""
+        """Scores ``(total sentences,)`` for the documents read one after another: the
+        scan's logits, re-scored by ``rounds`` when the scanner has them.
+
+        One straight path: sentence vectors, the first stage (BM25 and dense, once), the
+        feature columns from it, the scan, then the re-scorer, whose second round queries the
+        first stage's BM25 index.
+        """
         parts = [self.sentence_vectors(document, progress) for document in documents]
         vectors = np.concatenate(parts) if parts else np.zeros((0, self.encoder.dim), np.float32)
         if len(vectors) == 0:
             return np.zeros(0)
         query_vector = self.query_vector(query)
+        first = self.features.first_stage(query, documents, vectors, query_vector)
         columns = self.model.config.n_features  # what the checkpoint was trained on
-        features = self.features.for_scan(query, documents, vectors, query_vector, columns)
-        features = features[:, :columns]
+        features = self.features.columns(first, documents, vectors, query_vector, columns)
+        logits = self._logits(documents, vectors, query_vector, features[:, :columns])
+        if self.rounds is None:
+            return logits
+        return self.rounds(query, documents, logits, first.index.lexical)
+
+    def _logits(
+        self,
+        documents: Sequence[Document],
+        vectors: np.ndarray,
+        query_vector: np.ndarray,
+        features: np.ndarray,
+    ) -> np.ndarray:
+        """The scan of the whole sequence, streamed or in the paper's sliding windows."""
         if self.mode == "stream":
             return self._scan(vectors, query_vector, features)
         tokens = np.concatenate([np.diff(d.sentences, axis=1)[:, 0] for d in documents])

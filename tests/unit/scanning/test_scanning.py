@@ -76,7 +76,11 @@ def test_scanner_retriever_offsets_are_exact(tiny_scanner: Scanner, novel: Docum
 
 def test_lexical_features_mark_matching_sentences() -> None:
     document = Document("d", "Paris is the capital of France.\n\nBerlin is in Germany. It is big.")
-    features = LexicalFeatures().compute("capital of France", [document])
+    vectors = np.eye(3, 8, dtype=np.float32)
+    columns = FEATURE_NAMES.index("token_match")
+    features = LexicalFeatures().for_scan(
+        "capital of France", [document], vectors, vectors[1], columns
+    )
     assert features.shape == (3, len(FEATURE_NAMES))
     assert features[0, 0] == pytest.approx(1.0) and features[1:, 0].max() == 0
     assert features[0, 2] == pytest.approx(1.0)

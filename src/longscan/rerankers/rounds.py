@@ -1,0 +1,106 @@
+"""A ranking's best sentences re-scored by the cross-encoder, in two rounds.
+
+Round one reads (question, sentence in context) for the ranking's ``depth`` best sentences.
+Round two joins the question with round one's best sentence and reads that against round
+one's other candidates plus the best sentences under BM25 for the joined query: the second
+hop of a multi-hop question shares words with the first hop, not with the question.
+
+A sentence's final score is the higher of its two rounds, or with ``blend`` that score and
+the ranking's own, each standardised over the candidates and added (a scanner has read the
+whole document; the cross-encoder has read one sentence and its neighbours). Sentences
+outside both rounds keep the ranking's order below every candidate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from longscan.documents import Document
+from longscan.rerankers.cross_encoder import CrossEncoderReranker, join_hop, sentence_in_context
+
+DEFAULT_DEPTH = 20  # round one's candidates: FR@100 is decided by the best four or five
+DEFAULT_HOP_DEPTH = 10  # round two's extra candidates, from BM25 over the joined query
+
+Lexical = Callable[[str], np.ndarray]  # BM25 of every sentence for a free-text query
+
+
+def standardised(scores: np.ndarray) -> np.ndarray:
+    """Zero mean and unit spread over the candidates, so two scorers' scales add fairly."""
+    spread = float(scores.std())
+    return (scores - scores.mean()) / (spread if spread > 0 else 1.0)
+
+
+@dataclass
+class TwoRounds:
+    """Re-scores the best sentences of a ranking of every sentence of ``documents``.
+
+    Attributes:
+        reranker: The cross-encoder.
+        depth: Round one's candidates.
+        hop_depth: Round two's extra BM25 candidates; 0 turns round two off.
+        blend: Add the ranking's standardised score to the cross-encoder's.
+    """
+
+    reranker: CrossEncoderReranker
+    depth: int = DEFAULT_DEPTH
+    hop_depth: int = DEFAULT_HOP_DEPTH
+    blend: bool = False
+
+    def __post_init__(self) -> None:
+        if self.depth < 1 or self.hop_depth < 0:
+            raise ValueError("depth must be >= 1 and hop_depth >= 0")
+
+    def __call__(
+        self, query: str, documents: Sequence[Document], ranking: np.ndarray, lexical: Lexical
+    ) -> np.ndarray:
+        """Scores ``(n,)`` for the sentences of ``documents`` read as one sequence, given
+        the first ranking's scores ``(n,)`` and ``lexical`` for the second round's query."""
+        ranking = np.asarray(ranking, dtype=np.float64)
+        if not len(ranking):
+            return ranking
+        positions = _SentencePositions(documents)
+        order = np.argsort(-ranking, kind="stable")
+        candidates = order[: self.depth]
+        scores = self.reranker.score(query, positions.in_context(candidates))
+        final = dict(zip(candidates.tolist(), scores.tolist(), strict=True))
+        if self.hop_depth and len(candidates) > 1:
+            best = int(candidates[int(np.argmax(scores))])
+            joined = join_hop(query, positions.text(best))
+            extra = np.argsort(-lexical(joined), kind="stable")[: self.hop_depth]
+            second = [i for i in dict.fromkeys([*candidates.tolist(), *extra.tolist()])]
+            second = np.array([i for i in second if i != best])
+            read = self.reranker.score(joined, positions.in_context(second))
+            for i, score in zip(second.tolist(), read.tolist(), strict=True):
+                final[i] = max(final.get(i, -np.inf), score)
+        chosen = np.array(list(final))
+        read = np.array(list(final.values()))
+        if self.blend:
+            read = standardised(read) + standardised(ranking[chosen])
+        result = np.empty(len(ranking), dtype=np.float64)
+        # below every candidate, in the first ranking's order
+        result[order] = read.min() - 1.0 - np.arange(len(order)) / len(order)
+        result[chosen] = read
+        return result
+
+
+class _SentencePositions:
+    """Maps positions in the sequence of ``documents`` to their document and sentence."""
+
+    def __init__(self, documents: Sequence[Document]) -> None:
+        self.documents = documents
+        self.starts = np.cumsum([0, *(len(d.sentences) for d in documents)])
+
+    def _locate(self, position: int) -> tuple[Document, int]:
+        owner = int(np.searchsorted(self.starts, position, side="right")) - 1
+        return self.documents[owner], position - int(self.starts[owner])
+
+    def in_context(self, positions: np.ndarray) -> list[str]:
+        return [sentence_in_context(*self._locate(int(p))) for p in positions.tolist()]
+
+    def text(self, position: int) -> str:
+        document, local = self._locate(position)
+        start, end = (int(v) for v in document.sentences[local])
+        return document.text[start:end]
