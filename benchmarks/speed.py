@@ -6,7 +6,8 @@
 Builds documents of 100k, 400k and 1M tokens from the Loong corpus (real financial reports
 and papers; tokens = MiniLM word pieces), then measures in fresh subprocesses (so peak RSS
 and caches are per measurement): every retriever's first query; scanner first scan (cold
-cache), re-query (warm cache), stream vs sliding; peak RSS of streaming.
+cache), re-query (warm cache), stream vs sliding; peak RSS of streaming; with
+``--rescoring-cost``, the scanner with its cross-encoder rounds against the scan alone.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ document = Document("doc", text)
 query = "What was the total revenue reported for the fiscal year?"
 kind = os.environ["KIND"]
 document.sentences  # segmentation is shared by every retriever; timed separately
-if kind == "scanner":
+if kind in ("scanner", "scanner-rerank"):
     checkpoint = os.environ.get("CHECKPOINT")
-    scanner = Scanner.from_pretrained(checkpoint and Path(checkpoint), mode=os.environ["MODE"])
+    scanner = Scanner.from_pretrained(
+        checkpoint and Path(checkpoint), mode=os.environ["MODE"], rescore=kind == "scanner-rerank"
+    )
     retriever = ScannerRetriever(scanner)
 else:
     retriever = get_retriever(kind)
@@ -127,6 +130,27 @@ def time_ratio(data_dir: Path, threads: int, repeats: int) -> None:
             )
 
 
+def rescoring_cost(data_dir: Path, threads: int, repeats: int) -> None:
+    """The scanner with the cross-encoder's rounds against the scan alone (the default) on
+    the 100k-token report, each the fastest of ``repeats`` fresh processes."""
+    with tempfile.TemporaryDirectory() as folder:
+        doc = Path(folder) / "doc100000.txt"
+        doc.write_text(corpus_text(data_dir, 100_000), encoding="utf-8")
+        kinds = ("scanner", "scanner-rerank")
+        runs = {kind: measure_best(doc, kind, threads, repeats) for kind in kinds}
+    print("\n| retriever | first query (s) | every run (s) | re-query (s) | peak RSS (MB) |")
+    print("|---|---:|---|---:|---:|")
+    for kind, r in runs.items():
+        print(
+            f"| {kind} | {r['first']:.2f} | {', '.join(f'{t:.2f}' for t in r['runs'])} "
+            f"| {r['requery']:.3f} | {r['rss_mb']:.0f} |"
+        )
+    alone, rescored = runs["scanner"], runs["scanner-rerank"]
+    first, again = rescored["first"] / alone["first"], rescored["requery"] / alone["requery"]
+    print(f"\nfirst scan, with / without rounds: {first:.2f} (bar <= 1.3)")
+    print(f"re-query, with / without rounds: {again:.2f} (bar <= 1.5)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
@@ -147,7 +171,15 @@ def main() -> None:
         "(fresh process and cache every time), and print each run's ratio.",
     )
     parser.add_argument("--checkpoint", type=Path, help="Scanner checkpoint (default: shipped).")
+    parser.add_argument(
+        "--rescoring-cost",
+        action="store_true",
+        help="Only time the scanner with and without its cross-encoder rounds at 100k tokens.",
+    )
     args = parser.parse_args()
+    if args.rescoring_cost:
+        rescoring_cost(args.data_dir, args.threads, args.repeats)
+        return
     if args.ratio_only:
         time_ratio(args.data_dir, args.threads, args.ratio_only)
         return

@@ -19,7 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from longscan.documents import Document
-from longscan.rerankers.cross_encoder import CrossEncoderReranker, join_hop, sentence_in_context
+from longscan.rerankers.cross_encoder import (
+    CrossEncoderReranker,
+    get_reranker,
+    join_hop,
+    sentence_in_context,
+)
 
 DEFAULT_DEPTH = 20  # round one's candidates: FR@100 is decided by the best four or five
 DEFAULT_HOP_DEPTH = 10  # round two's extra candidates, from BM25 over the joined query
@@ -84,6 +89,13 @@ class TwoRounds:
         result[order] = read.min() - 1.0 - np.arange(len(order)) / len(order)
         result[chosen] = read
         return result
+
+
+def shipped_rounds() -> TwoRounds:
+    """What ``scanner-rerank`` re-scores with: the packaged adapter, the scan's 20 best plus
+    10 second-round BM25 candidates, blended with the scan (BENCHMARKS.md: the blend beat the
+    cross-encoder's score alone on every development row)."""
+    return TwoRounds(get_reranker(), blend=True)
 
 
 class _SentencePositions:

@@ -1,7 +1,8 @@
 """Retrievers by name, so the CLI, the evaluator and the benchmarks name them the same way.
 
 A name is a registered name (``longscan retrievers`` lists them), or ``scanner:DIR`` /
-``scanner-sliding:DIR`` for a scanner checkpoint written by ``longscan train``.
+``scanner-sliding:DIR`` / ``scanner-rerank:DIR`` for a scanner checkpoint written by
+``longscan train`` (``scanner-rerank``: its best sentences re-scored by the cross-encoder).
 """
 
 from __future__ import annotations
@@ -26,20 +27,37 @@ _FACTORIES: dict[str, Callable[[], Retriever]] = {
 }
 
 
-def _scanner(checkpoint: Path | None = None, mode: str = "stream") -> Retriever:
-    """The scanner on the shipped checkpoint, or on ``checkpoint``."""
+def _scanner(
+    checkpoint: Path | None = None, mode: str = "stream", rescore: bool = False
+) -> Retriever:
+    """The scanner on the shipped checkpoint, or on ``checkpoint``; ``rescore``: with the
+    shipped cross-encoder's two rounds over its best sentences."""
     from longscan.retrievers.scanner import ScannerRetriever
     from longscan.scanning.scanner import Scanner
 
-    return ScannerRetriever(Scanner.from_pretrained(checkpoint, mode=mode))
+    return ScannerRetriever(Scanner.from_pretrained(checkpoint, rescore, mode=mode))
 
 
-_CHECKPOINT_KINDS: dict[str, str] = {"scanner": "stream", "scanner-sliding": "sliding"}
+def _rerank() -> Retriever:
+    from longscan.retrievers.rerank import hybrid_rerank
+
+    return hybrid_rerank()
+
+
+# retriever name → (scan mode, re-scored by the cross-encoder)
+_CHECKPOINT_KINDS: dict[str, tuple[str, bool]] = {
+    "scanner": ("stream", False),
+    "scanner-sliding": ("sliding", False),
+    "scanner-rerank": ("stream", True),
+}
 
 
 BASELINES = tuple(_FACTORIES)
 _FACTORIES["scanner"] = _scanner
 _FACTORIES["scanner-sliding"] = lambda: _scanner(mode="sliding")
+# the scan's best re-scored by the cross-encoder: better on multi-hop, worse on single-hop
+_FACTORIES["scanner-rerank"] = lambda: _scanner(rescore=True)
+_FACTORIES["rerank"] = _rerank  # the hybrid's 50 best re-scored: what the scan must beat
 DEFAULT_RETRIEVER = "scanner"
 
 
@@ -84,4 +102,4 @@ def get_retriever(name: str) -> Retriever:
     base, checkpoint = parse_name(name)
     if checkpoint is None:
         return _FACTORIES[base]()
-    return _scanner(checkpoint, _CHECKPOINT_KINDS[base])
+    return _scanner(checkpoint, *_CHECKPOINT_KINDS[base])

@@ -105,9 +105,16 @@ class Scanner:
         self.features = LexicalFeatures(self.encoder.encoder)
 
     @classmethod
-    def from_pretrained(cls, directory: Path | None = None, **kwargs: object) -> Scanner:
-        """Load the shipped checkpoint (or the one in ``directory``)."""
+    def from_pretrained(
+        cls, directory: Path | None = None, rescore: bool = False, **kwargs: object
+    ) -> Scanner:
+        """Load the shipped checkpoint (or the one in ``directory``); with ``rescore``, the
+        shipped cross-encoder re-scores the scan's best sentences (``shipped_rounds``)."""
+        from longscan.rerankers.rounds import shipped_rounds
+
         model, info = load_checkpoint(directory)
+        if rescore and "rounds" not in kwargs:
+            kwargs["rounds"] = shipped_rounds()
         return cls(model, info, **kwargs)  # type: ignore[arg-type]
 
     def sentence_vectors(
