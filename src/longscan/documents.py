@@ -98,6 +98,28 @@ class Document:
         return f"Document(id={self.id!r}, chars={len(self.text)})"
 
 
+class SentencePositions:
+    """Positions in the sentences of ``documents`` read one after another (how the scanner
+    and the re-scorer number them), mapped back to their document and sentence."""
+
+    def __init__(self, documents: Sequence[Document]) -> None:
+        self.documents = documents
+        self.starts = np.cumsum([0, *(len(d.sentences) for d in documents)])
+
+    def locate(self, position: int) -> tuple[Document, int]:
+        """The document holding sentence ``position`` and the sentence's index in it."""
+        owner = int(np.searchsorted(self.starts, position, side="right")) - 1
+        return self.documents[owner], position - int(self.starts[owner])
+
+    def text(self, position: int) -> str:
+        document, local = self.locate(position)
+        start, end = (int(v) for v in document.sentences[local])
+        return document.text[start:end]
+
+    def texts(self, positions: np.ndarray) -> list[str]:
+        return [self.text(int(p)) for p in positions.tolist()]
+
+
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """One ranked unit of evidence: ``document.text[start:end] == text``.

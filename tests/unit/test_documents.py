@@ -3,9 +3,17 @@ from __future__ import annotations
 import codecs
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from longscan.documents import Document, DocumentError, check_unique_ids, read_file, read_paths
+from longscan.documents import (
+    Document,
+    DocumentError,
+    SentencePositions,
+    check_unique_ids,
+    read_file,
+    read_paths,
+)
 from longscan.retrievers import BM25Retriever
 
 
@@ -143,3 +151,10 @@ def test_a_symlink_loop_inside_a_folder_is_skipped_with_its_cause(tmp_path: Path
     (tmp_path / "loop.txt").symlink_to(tmp_path / "loop.txt")
     assert [d.id for d in read_paths([tmp_path])] == ["a.txt"]
     assert "symbolic link loop" in caplog.text
+
+
+def test_sentence_positions_cross_documents_and_skip_empty_ones() -> None:
+    documents = [Document("a", "One. Two."), Document("e", ""), Document("b", "Three. Four.")]
+    positions = SentencePositions(documents)
+    assert positions.locate(2) == (documents[2], 0)
+    assert positions.texts(np.array([0, 1, 2, 3])) == ["One.", "Two.", "Three.", "Four."]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from longscan.documents import Document
+from longscan.documents import Document, SentencePositions
 from longscan.rerankers.cross_encoder import (
     CrossEncoderReranker,
     get_reranker,
@@ -66,18 +66,19 @@ class TwoRounds:
         ranking = np.asarray(ranking, dtype=np.float64)
         if not len(ranking):
             return ranking
-        positions = _SentencePositions(documents)
+        positions = SentencePositions(documents)
         order = np.argsort(-ranking, kind="stable")
         candidates = order[: self.depth]
-        scores = self.reranker.score(query, positions.in_context(candidates))
+        scores = self.reranker.score(query, _in_context(positions, candidates))
         final = dict(zip(candidates.tolist(), scores.tolist(), strict=True))
         if self.hop_depth and len(candidates) > 1:
             best = int(candidates[int(np.argmax(scores))])
             joined = join_hop(query, positions.text(best))
             extra = np.argsort(-lexical(joined), kind="stable")[: self.hop_depth]
-            second = [i for i in dict.fromkeys([*candidates.tolist(), *extra.tolist()])]
-            second = np.array([i for i in second if i != best])
-            read = self.reranker.score(joined, positions.in_context(second))
+            second = np.array(
+                [i for i in dict.fromkeys([*candidates.tolist(), *extra.tolist()]) if i != best]
+            )
+            read = self.reranker.score(joined, _in_context(positions, second))
             for i, score in zip(second.tolist(), read.tolist(), strict=True):
                 final[i] = max(final.get(i, -np.inf), score)
         chosen = np.array(list(final))
@@ -98,21 +99,6 @@ def shipped_rounds() -> TwoRounds:
     return TwoRounds(get_reranker(), blend=True)
 
 
-class _SentencePositions:
-    """Maps positions in the sequence of ``documents`` to their document and sentence."""
-
-    def __init__(self, documents: Sequence[Document]) -> None:
-        self.documents = documents
-        self.starts = np.cumsum([0, *(len(d.sentences) for d in documents)])
-
-    def _locate(self, position: int) -> tuple[Document, int]:
-        owner = int(np.searchsorted(self.starts, position, side="right")) - 1
-        return self.documents[owner], position - int(self.starts[owner])
-
-    def in_context(self, positions: np.ndarray) -> list[str]:
-        return [sentence_in_context(*self._locate(int(p))) for p in positions.tolist()]
-
-    def text(self, position: int) -> str:
-        document, local = self._locate(position)
-        start, end = (int(v) for v in document.sentences[local])
-        return document.text[start:end]
+def _in_context(positions: SentencePositions, chosen: np.ndarray) -> list[str]:
+    """The cross-encoder's passages for the sentences at ``chosen``."""
+    return [sentence_in_context(*positions.locate(int(p))) for p in chosen.tolist()]

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from longscan.documents import Document
+from longscan.documents import Document, SentencePositions
 from longscan.encoders.minilm import SentenceEncoder
 from longscan.retrievers.bm25 import tokenize
 from longscan.scanning.first_stage import FirstStage, SentenceIndex, SentenceIndexes, rank_feature
@@ -158,7 +158,7 @@ class LexicalFeatures:
         encoded, so a re-query stays cheap.
         """
         top = np.sort(first_pass[:TOKEN_MATCH_CANDIDATES])
-        texts = _sentence_texts_at(documents, top)
+        texts = SentencePositions(documents).texts(top)
         query_tokens, *candidates = self._token_vectors([query, *texts])
         match = np.array([max_sim(query_tokens, tokens) for tokens in candidates])
         features[top, FEATURE_NAMES.index("token_match")] = match
@@ -201,7 +201,7 @@ class LexicalFeatures:
             return
         top = np.sort(first_pass[:FEEDBACK_SENTENCES])
         index = first.index
-        texts = _sentence_texts_at(documents, top)
+        texts = SentencePositions(documents).texts(top)
         asked = set(tokenize([first.query])[0])
         fed_back = dict.fromkeys(t for terms in tokenize(texts) for t in terms if t not in asked)
         scores = index.scores([t for t in fed_back if t in index.bm25.vocab_dict])
@@ -244,21 +244,6 @@ def max_sim(query: np.ndarray, sentence: np.ndarray) -> float:
     if not len(query) or not len(sentence):
         return 0.0
     return float((query @ sentence.T).max(axis=1).mean())
-
-
-def _sentence_texts_at(documents: Sequence[Document], positions: np.ndarray) -> list[str]:
-    """Texts of the sentences at ``positions`` (sorted) of the documents read as one sequence."""
-    texts = []
-    offset = 0
-    wanted = positions.tolist()
-    for document in documents:
-        end = offset + len(document.sentences)
-        for position in wanted:
-            if offset <= position < end:
-                start, stop = document.sentences[position - offset].tolist()
-                texts.append(document.text[start:stop])
-        offset = end
-    return texts
 
 
 def add_paragraph_features(features: np.ndarray, vectors: np.ndarray, query: np.ndarray) -> None:
