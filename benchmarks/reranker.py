@@ -1,16 +1,18 @@
 """The cross-encoder re-scorer against the scanner and the stock baselines (development split).
 
     python benchmarks/reranker.py [--adapter DIR] [--items N] [--part dev|ood|all] \
-        [--variants scanner-rerank-blend,...] [--out runs/reranker-eval]
+        [--variants scanner-rerank,...] [--out runs/reranker-eval]
 
 Every retriever reads the same items. ``scanner`` is the scan alone (the shipped default);
 ``rerank`` is the hybrid's 50 best sentences re-scored in two rounds; ``scanner-rerank`` (as
 registered) the scan's 20 best, each candidate's best round standardised and added to the
-scan's standardised logit; ``-ce`` keeps the cross-encoder's score alone; ``-1round`` skips
-the second-hop round. With ``--part ood``, L-Eval and Loong against the scan alone.
-Prints a table per benchmark and the re-scorer issue's miss ratios against the best stock
-baseline (BM25 over sentences or 300-word chunks, dense or hybrid over sentences: the chunk
-dense variants, never the best on these rows in earlier runs, would double the encoding).
+scan's standardised logit; ``-blendW`` weights the scan's by W instead; ``-ce`` keeps the
+cross-encoder's score alone; ``-1round`` skips the second-hop round. Variants reading the
+same pairs share one score memo, so each pair is read once. With ``--part ood``, L-Eval
+and Loong against the scan alone. Prints a table per benchmark and the re-scorer issue's
+miss ratios against the best stock baseline (BM25 over sentences or 300-word chunks, dense or
+hybrid over sentences: the chunk dense variants, never the best on these rows in earlier
+runs, would double the encoding).
 """
 
 from __future__ import annotations
@@ -40,11 +42,13 @@ CONFIGS = (
 )
 # no training example comes from these domains; answers are free text, so ``ahit`` only
 OUT_OF_DOMAIN = (("leval-coursera", 20_000), ("leval-financial", 20_000), ("loong", 20_000))
+SHARED_READS = 2_000_000  # score memo entries: every pair of a run, read once
 
 
 def register_variants(adapter: Path) -> list[str]:
     """The re-scoring variants over ``adapter`` (``scanner``, registered, is the scan alone)."""
     reranker = CrossEncoderReranker.load(adapter)
+    reranker.cache_size = SHARED_READS
 
     def scanner(**rounds: Any) -> Callable[[], Retriever]:
         return lambda: ScannerRetriever(
@@ -56,7 +60,9 @@ def register_variants(adapter: Path) -> list[str]:
             get_retriever("hybrid-sentence"), reranker, depth=BASELINE_DEPTH
         ),
         "scanner-rerank-ce": scanner(),
-        "scanner-rerank": scanner(blend=True),  # as registered
+        "scanner-rerank": scanner(blend=1.0),  # as registered
+        "scanner-rerank-blend0.5": scanner(blend=0.5),
+        "scanner-rerank-blend2": scanner(blend=2.0),
         "scanner-rerank-ce-1round": scanner(hop_depth=0),
     }
     for name, factory in variants.items():

@@ -393,7 +393,7 @@ def train_command(
 @app.command(name="train-reranker")
 def train_reranker_command(
     out: Annotated[Path, typer.Option(help="Adapter folder to write.")],
-    squad: Annotated[int, typer.Option(min=0, help="SQuAD training questions.")] = 600,
+    squad: Annotated[int, typer.Option(min=0, help="SQuAD training questions.")] = 2000,
     hotpotqa: Annotated[
         int | None, typer.Option(min=0, help="HotpotQA training questions (default: all).")
     ] = None,
@@ -416,7 +416,7 @@ def train_reranker_command(
     _setup_logging(verbose)
     import torch
 
-    from longscan.rerankers.cross_encoder import AdapterConfig
+    from longscan.encoders.adapter import AdapterConfig
     from longscan.training.reranker import MiningConfig, TrainConfig, run_reranker_training
 
     torch.set_num_threads(threads)

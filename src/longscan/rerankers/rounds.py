@@ -6,8 +6,9 @@ one's other candidates plus the best sentences under BM25 for the joined query: 
 hop of a multi-hop question shares words with the first hop, not with the question.
 
 A sentence's final score is the higher of its two rounds, or with ``blend`` that score and
-the ranking's own, each standardised over the candidates and added (a scanner has read the
-whole document; the cross-encoder has read one sentence and its neighbours). Sentences
+the ranking's own, each standardised over the candidates and added, the ranking's weighted by
+``blend`` (a scanner has read the whole document; the cross-encoder has read one sentence and
+its neighbours). Sentences
 outside both rounds keep the ranking's order below every candidate.
 """
 
@@ -46,17 +47,18 @@ class TwoRounds:
         reranker: The cross-encoder.
         depth: Round one's candidates.
         hop_depth: Round two's extra BM25 candidates; 0 turns round two off.
-        blend: Add the ranking's standardised score to the cross-encoder's.
+        blend: Weight of the ranking's standardised score added to the cross-encoder's
+            (0: the cross-encoder's score alone).
     """
 
     reranker: CrossEncoderReranker
     depth: int = DEFAULT_DEPTH
     hop_depth: int = DEFAULT_HOP_DEPTH
-    blend: bool = False
+    blend: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.depth < 1 or self.hop_depth < 0:
-            raise ValueError("depth must be >= 1 and hop_depth >= 0")
+        if self.depth < 1 or self.hop_depth < 0 or self.blend < 0:
+            raise ValueError("depth must be >= 1, hop_depth and blend >= 0")
 
     def __call__(
         self, query: str, documents: Sequence[Document], ranking: np.ndarray, lexical: Lexical
@@ -84,7 +86,7 @@ class TwoRounds:
         chosen = np.array(list(final))
         read = np.array(list(final.values()))
         if self.blend:
-            read = standardised(read) + standardised(ranking[chosen])
+            read = standardised(read) + self.blend * standardised(ranking[chosen])
         result = np.empty(len(ranking), dtype=np.float64)
         # below every candidate, in the first ranking's order
         result[order] = read.min() - 1.0 - np.arange(len(order)) / len(order)
@@ -96,7 +98,7 @@ def shipped_rounds() -> TwoRounds:
     """What ``scanner-rerank`` re-scores with: the packaged adapter, the scan's 20 best plus
     10 second-round BM25 candidates, blended with the scan (BENCHMARKS.md: the blend beat the
     cross-encoder's score alone on every development row)."""
-    return TwoRounds(get_reranker(), blend=True)
+    return TwoRounds(get_reranker(), blend=1.0)
 
 
 def _in_context(positions: SentencePositions, chosen: np.ndarray) -> list[str]:

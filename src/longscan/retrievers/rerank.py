@@ -26,7 +26,8 @@ class RerankRetriever(Retriever):
         reranker: Default: the adapter shipped in the package.
         depth: Round one's candidates.
         hop_depth: Round two's extra BM25 candidates; 0 turns round two off.
-        blend: Add the first stage's standardised score to the cross-encoder's.
+        blend: Weight of the first stage's standardised score added to the
+            cross-encoder's (0: the cross-encoder's alone).
     """
 
     name: ClassVar[str] = "rerank"
@@ -38,7 +39,7 @@ class RerankRetriever(Retriever):
         reranker: CrossEncoderReranker | None = None,
         depth: int = DEFAULT_DEPTH,
         hop_depth: int = DEFAULT_HOP_DEPTH,
-        blend: bool = False,
+        blend: float = 0.0,
     ) -> None:
         if first_stage.unit != "sentence":
             raise ValueError("the cross-encoder re-scores sentences; use a sentence first stage")

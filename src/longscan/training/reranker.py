@@ -27,16 +27,10 @@ from tqdm.auto import tqdm
 from longscan.bench.builders import build_multihop, build_squad_long
 from longscan.bench.items import QAItem
 from longscan.documents import Document
+from longscan.encoders.adapter import AdapterConfig, adapter_tensors, save_adapter
 from longscan.encoders.minilm import SentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
-from longscan.rerankers.cross_encoder import (
-    AdapterConfig,
-    adapter_tensors,
-    base_cross_encoder,
-    join_hop,
-    save_adapter,
-    sentence_in_context,
-)
+from longscan.rerankers.cross_encoder import base_cross_encoder, join_hop, sentence_in_context
 from longscan.retrievers.bm25 import build_index, tokenize
 
 
@@ -162,10 +156,13 @@ def mine_pairs(
     progress: bool = True,
 ) -> tuple[list[Pair], dict[str, int]]:
     """Pairs of every item of every ``(source name, items)``, and their counts by
-    source/kind/label (for the model card)."""
+    source/kind/label (for the model card). Each source draws its random negatives from a
+    generator of its own, so adding questions to one source leaves the others' pairs as
+    they were."""
     miner = _Miner(_VectorCache(encoder), config, random.Random(seed))
     pairs: list[Pair] = []
     for name, items in sources:
+        miner.rng = random.Random(f"{seed}/{name}")
         for item in tqdm(items, desc=f"mining {name} pairs", disable=not progress):
             pairs.extend(miner.item_pairs(item, name))
     return pairs, pair_counts(pairs)

@@ -11,15 +11,9 @@ import pytest
 
 from longscan.bench.builders import build_squad_long
 from longscan.documents import Document
+from longscan.encoders.adapter import CONFIG_FILE, WEIGHTS_FILE, AdapterConfig, AdapterError
 from longscan.encoders.minilm import get_encoder
-from longscan.rerankers.cross_encoder import (
-    CONFIG_FILE,
-    WEIGHTS_FILE,
-    AdapterConfig,
-    CrossEncoderReranker,
-    RerankerError,
-    sentence_in_context,
-)
+from longscan.rerankers.cross_encoder import CrossEncoderReranker, sentence_in_context
 from longscan.training.reranker import MiningConfig, TrainConfig, mine_pairs, train_reranker
 
 
@@ -95,7 +89,7 @@ def test_a_corrupt_adapter_is_refused_with_the_file_named(adapter_copy: Path) ->
     raw = bytearray(weights.read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     weights.write_bytes(bytes(raw))
-    with pytest.raises(RerankerError, match="SHA-256.*corrupt"):
+    with pytest.raises(AdapterError, match="SHA-256.*corrupt"):
         CrossEncoderReranker.load(adapter_copy)
 
 
@@ -107,7 +101,7 @@ def test_a_truncated_adapter_with_a_matching_hash_is_refused(adapter_copy: Path)
 
     config["sha256"] = file_sha256(weights)
     (adapter_copy / CONFIG_FILE).write_text(json.dumps(config))
-    with pytest.raises(RerankerError, match="unreadable safetensors"):
+    with pytest.raises(AdapterError, match="unreadable safetensors"):
         CrossEncoderReranker.load(adapter_copy)
 
 
@@ -115,10 +109,10 @@ def test_a_missing_or_foreign_adapter_is_refused(adapter_copy: Path) -> None:
     config = json.loads((adapter_copy / CONFIG_FILE).read_text())
     config["base_model"] = "bert-base-uncased"
     (adapter_copy / CONFIG_FILE).write_text(json.dumps(config))
-    with pytest.raises(RerankerError, match="bert-base-uncased"):
+    with pytest.raises(AdapterError, match="bert-base-uncased"):
         CrossEncoderReranker.load(adapter_copy)
     (adapter_copy / WEIGHTS_FILE).unlink()
-    with pytest.raises(RerankerError, match="missing"):
+    with pytest.raises(AdapterError, match="missing"):
         CrossEncoderReranker.load(adapter_copy)
 
 

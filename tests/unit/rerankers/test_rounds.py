@@ -77,14 +77,16 @@ def test_sentences_left_unread_keep_the_first_order_below_every_candidate() -> N
     assert np.all(np.diff(unread) < 0)  # still in the ranking's order
 
 
-def test_blend_adds_the_first_ranking_to_the_cross_encoder() -> None:
+def test_blend_adds_the_weighted_first_ranking_to_the_cross_encoder() -> None:
     ranking = np.linspace(1.0, 0.0, 14)
     plain, _ = rounds_over(ranking, depth=5, hop_depth=0)
-    blended, _ = rounds_over(ranking, depth=5, hop_depth=0, blend=True)
-    expected = standardised(plain[:5]) + standardised(ranking[:5])
+    blended, _ = rounds_over(ranking, depth=5, hop_depth=0, blend=2.0)
+    expected = standardised(plain[:5]) + 2.0 * standardised(ranking[:5])
     assert blended[:5] == pytest.approx(expected)
 
 
-def test_bad_depths_are_refused() -> None:
+def test_bad_depths_and_weights_are_refused() -> None:
     with pytest.raises(ValueError, match="depth"):
         TwoRounds(OverlapScorer(), depth=0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="blend"):
+        TwoRounds(OverlapScorer(), blend=-1.0)  # type: ignore[arg-type]

@@ -28,7 +28,7 @@ def test_a_rescored_query_indexes_the_documents_once_and_ranks_once(
         "run",
         classmethod(lambda cls, *a: first_stages.append(1) or run(cls, *a)),
     )
-    tiny_scanner.rounds = TwoRounds(get_reranker(), depth=5, hop_depth=3, blend=True)
+    tiny_scanner.rounds = TwoRounds(get_reranker(), depth=5, hop_depth=3, blend=1.0)
     documents = [Document("part", novel.text[:20_000])]
     first = tiny_scanner.score("Who followed the White Rabbit?", documents)
     again = tiny_scanner.score("What was written on the bottle?", documents)
