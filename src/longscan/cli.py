@@ -390,6 +390,39 @@ def train_command(
     console.print(f"wrote {out}", highlight=False)
 
 
+@app.command(name="train-encoder")
+def train_encoder_command(
+    out: Annotated[Path, typer.Option(help="Adapter folder to write.")],
+    pairs: Annotated[
+        Path, typer.Option(help="Mined pairs (JSONL) written by `train-reranker --pairs-cache`.")
+    ],
+    epochs: Annotated[float, typer.Option(min=0.01)] = 1.0,
+    batch_size: Annotated[int, typer.Option(min=2)] = 64,
+    lr: Annotated[float, typer.Option(min=0.0)] = 2e-4,
+    seed: Annotated[int, typer.Option()] = 0,
+    threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 2,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Fine-tune the bi-encoder (a LoRA adapter over the packaged MiniLM) on the re-scorer's
+    mined first-round pairs: each question against its gold sentence, one mined look-alike
+    and the batch's other sentences (MultipleNegativesRankingLoss)."""
+    _setup_logging(verbose)
+    import torch
+
+    from longscan.training.encoder import EncoderTrainConfig, run_encoder_training
+
+    torch.set_num_threads(threads)
+    try:
+        report = run_encoder_training(
+            out, pairs, EncoderTrainConfig(epochs, batch_size, lr, seed=seed)
+        )
+    except (ValueError, FileNotFoundError, ImportError) as error:
+        raise _fail(str(error)) from None
+    summary = {k: report[k] for k in ("triplets", "steps", "initial_loss", "final_loss")}
+    console.print_json(json.dumps({**summary, "seconds_total": report["seconds_total"]}))
+    console.print(f"wrote {out}", highlight=False)
+
+
 @app.command(name="train-reranker")
 def train_reranker_command(
     out: Annotated[Path, typer.Option(help="Adapter folder to write.")],

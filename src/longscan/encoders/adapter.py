@@ -158,7 +158,7 @@ def merge_adapter(model: Any, adapter: Adapter, path: Path) -> None:
                     raise AdapterError(f"{path}: no fitting LoRA update for {name}")
                 if a.shape != (config.rank, module.in_features):
                     raise AdapterError(f"{path}: {name}.lora_A has shape {tuple(a.shape)}")
-                module.weight += (b @ a) * scaling
+                module.weight += ((b @ a) * scaling).to(module.weight)
         if HEAD in layers:
             for key in ("weight", "bias"):
                 value = tensors.get(f"{HEAD}.{key}")

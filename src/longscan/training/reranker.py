@@ -416,6 +416,46 @@ before, {card["final_loss"]} after training.
     (directory / "MODEL_CARD.md").write_text(text, encoding="utf-8")
 
 
+TRAINING_SPLIT = (
+    "train (SQuAD articles and MuSiQue questions by hash, HotpotQA train sample + the 991 extra "
+    "questions); paragraphs sharing a sentence with any evaluation document dropped"
+)
+
+
+def training_pairs(
+    max_per_source: dict[str, int | None],
+    mining: MiningConfig = MiningConfig(),
+    seed: int = 0,
+    pairs_cache: Path | None = None,
+    data_dir: str | None = None,
+    progress: bool = True,
+) -> tuple[list[Pair], dict[str, Any]]:
+    """The training split's mined pairs (read from ``pairs_cache`` if present, else mined from
+    documents decontaminated against every evaluation document and written there), and the
+    model card's data section."""
+    from longscan.encoders.minilm import get_encoder
+    from longscan.training.data import evaluation_fingerprints
+
+    if pairs_cache is not None and pairs_cache.is_file():
+        pairs = load_pairs(pairs_cache)
+        counts = pair_counts(pairs)
+    else:
+        fingerprints = evaluation_fingerprints(data_dir)
+        sources = training_sources(max_per_source, seed, data_dir, fingerprints)
+        pairs, counts = mine_pairs(sources, get_encoder(), mining, seed, progress)
+        if pairs_cache is not None:
+            save_pairs(pairs, pairs_cache)
+    card = {
+        "data": {
+            "split": TRAINING_SPLIT,
+            "max_per_source": max_per_source,
+            "pairs_by_source_kind_label": counts,
+        },
+        "negatives": asdict(mining),
+    }
+    return pairs, card
+
+
 def run_reranker_training(
     out_dir: Path,
     max_per_source: dict[str, int | None],
@@ -425,37 +465,17 @@ def run_reranker_training(
     data_dir: str | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Everything ``longscan train-reranker`` does: build the training split's documents
-    (decontaminated against every evaluation document), mine pairs (or read them from
+    """Everything ``longscan train-reranker`` does: mine pairs (or read them from
     ``pairs_cache``, written on first use), fine-tune, save. Returns the report."""
     import time
 
     import torch
 
-    from longscan.encoders.minilm import get_encoder
-    from longscan.training.data import evaluation_fingerprints
-
     started = time.perf_counter()
     torch.manual_seed(config.seed)
-    if pairs_cache is not None and pairs_cache.is_file():
-        pairs = load_pairs(pairs_cache)
-        counts = pair_counts(pairs)
-    else:
-        fingerprints = evaluation_fingerprints(data_dir)
-        sources = training_sources(max_per_source, config.seed, data_dir, fingerprints)
-        pairs, counts = mine_pairs(sources, get_encoder(), mining, config.seed, progress)
-        if pairs_cache is not None:
-            save_pairs(pairs, pairs_cache)
-    card = {
-        "data": {
-            "split": "train (SQuAD articles and MuSiQue questions by hash, HotpotQA train "
-            "sample + the 991 extra questions); paragraphs sharing a sentence with any "
-            "evaluation document dropped",
-            "max_per_source": max_per_source,
-            "pairs_by_source_kind_label": counts,
-        },
-        "negatives": asdict(mining),
-    }
+    pairs, card = training_pairs(
+        max_per_source, mining, config.seed, pairs_cache, data_dir, progress
+    )
     report = train_reranker(pairs, out_dir, config, card, progress)
     report["seconds_total"] = round(time.perf_counter() - started, 1)
     return report

@@ -12,9 +12,8 @@ import pytest
 from longscan.bench.builders import build_squad_long
 from longscan.documents import Document
 from longscan.encoders.adapter import CONFIG_FILE, WEIGHTS_FILE, AdapterConfig, AdapterError
-from longscan.encoders.minilm import get_encoder
 from longscan.rerankers.cross_encoder import CrossEncoderReranker, sentence_in_context
-from longscan.training.reranker import MiningConfig, TrainConfig, mine_pairs, train_reranker
+from longscan.training.reranker import TrainConfig, train_reranker
 
 
 def test_a_sentence_is_read_first_with_its_paragraph_lead_and_predecessor() -> None:
@@ -27,15 +26,6 @@ def test_a_sentence_is_read_first_with_its_paragraph_lead_and_predecessor() -> N
     assert third.startswith("They describe an algorithm. [SEP] Ada Lovelace")
     assert "She wrote notes." in third
     assert sentence_in_context(document, 3) == "Other."  # a new paragraph has no context
-
-
-@pytest.fixture(scope="module")
-def tiny_pairs(data_dir: Path):
-    items = build_squad_long("train", 600, max_items=4, seed=0, data_dir=data_dir)
-    pairs, counts = mine_pairs(
-        [("squad", items)], get_encoder(), MiningConfig(2, 2, 1, False), progress=False
-    )
-    return pairs, counts
 
 
 def test_mined_pairs_hold_the_gold_sentence_and_look_alikes_from_its_document(

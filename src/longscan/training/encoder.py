@@ -1,0 +1,238 @@
+"""Fine-tuning the bi-encoder (the MiniLM that turns sentences into vectors) on the
+cross-encoder's mined pairs, with ``MultipleNegativesRankingLoss``.
+
+The frozen MiniLM was trained to match paraphrases, not questions to the sentences that
+answer them. Each first-round pair of ``training.reranker`` gives a (question, gold
+sentence) and the look-alikes BM25 and dense ranked above it in the same document; the loss
+pulls the question toward its sentence and away from its hard negative and from every other
+sentence in the batch. Only the sentence itself is read (the passage's context after
+``[SEP]`` is the cross-encoder's input, not what the scanner's vectors see).
+
+What is saved is a LoRA adapter in ``encoders.adapter``'s format; ``get_encoder(adapter=DIR)``
+merges it, and its hash joins the encoder name that keys every vector cache.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from longscan.encoders.adapter import AdapterConfig, adapter_tensors, save_adapter
+from longscan.rerankers.cross_encoder import CONTEXT_SEPARATOR
+from longscan.training.reranker import Pair
+
+MNRL_SCALE = 20.0  # sentence-transformers' default: cosine similarities times 20 as logits
+PROBE_TRIPLETS = 256  # triplets whose loss is measured before and after training
+
+
+@dataclass(frozen=True)
+class Triplet:
+    """A question, a sentence that answers it, and a look-alike of its document that
+    does not."""
+
+    anchor: str
+    positive: str
+    negative: str
+
+
+@dataclass(frozen=True)
+class EncoderTrainConfig:
+    """The fine-tuning recipe (the model card records it)."""
+
+    epochs: float = 1.0
+    batch_size: int = 64
+    learning_rate: float = 2e-4
+    warmup_ratio: float = 0.1
+    seed: int = 0
+    adapter: AdapterConfig = AdapterConfig(max_length=128)
+
+
+def sentence_of(passage: str) -> str:
+    """The sentence a cross-encoder passage starts with (its context cut off)."""
+    return passage.split(CONTEXT_SEPARATOR, 1)[0]
+
+
+def encoder_triplets(pairs: Sequence[Pair], seed: int = 0) -> list[Triplet]:
+    """One triplet per first-round positive: its question, the sentence, and one of the
+    question's negatives in mined order (BM25's hardest first), shuffled with ``seed``.
+
+    Second-round pairs are left out: their queries (a question joined with a hop) never
+    reach the bi-encoder.
+    """
+    by_query: dict[str, tuple[list[str], list[str]]] = {}
+    for pair in pairs:
+        if pair.kind != "hop1":
+            continue
+        positives, negatives = by_query.setdefault(pair.query, ([], []))
+        (positives if pair.label == 1.0 else negatives).append(sentence_of(pair.passage))
+    triplets = [
+        Triplet(query, positive, negatives[k % len(negatives)])
+        for query, (positives, negatives) in by_query.items()
+        if negatives
+        for k, positive in enumerate(positives)
+    ]
+    random.Random(seed).shuffle(triplets)
+    return triplets
+
+
+def _probe_loss(model: Any, triplets: Sequence[Triplet]) -> float:
+    """The training objective over ``triplets`` as one batch, without dropout."""
+    import torch
+
+    def encode(texts: list[str]) -> Any:
+        return model.encode(
+            texts, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=False
+        )
+
+    anchors = encode([t.anchor for t in triplets])
+    candidates = encode([t.positive for t in triplets] + [t.negative for t in triplets])
+    logits = anchors @ candidates.T * MNRL_SCALE
+    labels = torch.arange(len(triplets))
+    return float(torch.nn.functional.cross_entropy(logits, labels))
+
+
+def train_encoder(
+    triplets: Sequence[Triplet],
+    out_dir: Path,
+    config: EncoderTrainConfig = EncoderTrainConfig(),
+    card: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Fine-tune a LoRA adapter over the packaged MiniLM on ``triplets`` (in-batch and hard
+    negatives; no question twice in a batch) and save it to ``out_dir``. Returns the
+    training report (losses, steps, seconds)."""
+    import torch
+
+    try:
+        from datasets import Dataset
+        from peft import LoraConfig
+    except ImportError as error:
+        raise ImportError(
+            f"fine-tuning needs the [train] extra ({error.name} is missing): "
+            "pip install 'longscan[train]'"
+        ) from error
+    from sentence_transformers import SentenceTransformerTrainer
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.training_args import (
+        BatchSamplers,
+        SentenceTransformerTrainingArguments,
+    )
+
+    from longscan import __version__
+    from longscan.encoders.minilm import packaged_model
+
+    if not triplets:
+        raise ValueError("no training triplets")
+    torch.manual_seed(config.seed)
+    model = packaged_model()
+    model.max_seq_length = config.adapter.max_length
+    model.add_adapter(
+        LoraConfig(
+            r=config.adapter.rank,
+            lora_alpha=config.adapter.alpha,
+            target_modules=list(config.adapter.target_modules),
+            lora_dropout=0.1,
+            task_type="FEATURE_EXTRACTION",
+        )
+    )
+    data = Dataset.from_dict(
+        {
+            "anchor": [t.anchor for t in triplets],
+            "positive": [t.positive for t in triplets],
+            "negative": [t.negative for t in triplets],
+        }
+    )
+    probe = list(triplets[:PROBE_TRIPLETS])
+    model.eval()
+    initial = _probe_loss(model, probe)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="longscan-bi-") as scratch:
+        args = SentenceTransformerTrainingArguments(
+            output_dir=scratch,
+            num_train_epochs=config.epochs,
+            per_device_train_batch_size=config.batch_size,
+            learning_rate=config.learning_rate,
+            warmup_ratio=config.warmup_ratio,
+            lr_scheduler_type="cosine",
+            max_grad_norm=1.0,
+            seed=config.seed,
+            data_seed=config.seed,
+            batch_sampler=BatchSamplers.NO_DUPLICATES,
+            logging_steps=max(1, len(triplets) // config.batch_size // 20),
+            save_strategy="no",
+            report_to="none",
+            use_cpu=True,
+            disable_tqdm=not progress,
+            dataloader_num_workers=0,
+        )
+        trainer = SentenceTransformerTrainer(
+            model=model,
+            args=args,
+            train_dataset=data,
+            loss=MultipleNegativesRankingLoss(model, scale=MNRL_SCALE),
+        )
+        result = trainer.train()
+    model.eval()
+    losses = [round(float(e["loss"]), 4) for e in trainer.state.log_history if "loss" in e]
+    report = {
+        "initial_loss": round(initial, 4),
+        "final_loss": round(_probe_loss(model, probe), 4),
+        "triplets": len(triplets),
+        "steps": int(result.global_step),
+        "seconds": round(time.perf_counter() - started, 1),
+        "losses": losses,
+        "recipe": {
+            "epochs": config.epochs,
+            "batch_size": config.batch_size,
+            "learning_rate": config.learning_rate,
+            "warmup_ratio": config.warmup_ratio,
+            "seed": config.seed,
+            "loss": f"MultipleNegativesRankingLoss (scale {MNRL_SCALE:g}), one hard negative",
+        },
+    }
+    tensors = adapter_tensors(model[0].auto_model)
+    save_adapter(out_dir, tensors, config.adapter, {**(card or {}), **report}, __version__)
+    return report
+
+
+def run_encoder_training(
+    out_dir: Path,
+    pairs_path: Path,
+    config: EncoderTrainConfig = EncoderTrainConfig(),
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Everything ``longscan train-encoder`` does: read the pairs ``train-reranker`` mined,
+    make triplets, fine-tune, save. Returns the report.
+
+    Raises:
+        FileNotFoundError: no pairs file (``longscan train-reranker --pairs-cache`` writes it).
+    """
+    from longscan.training.reranker import load_pairs, pair_counts
+
+    if not pairs_path.is_file():
+        raise FileNotFoundError(
+            f"{pairs_path}: no mined pairs; write them with "
+            "`longscan train-reranker --out DIR --pairs-cache PAIRS.jsonl`"
+        )
+    started = time.perf_counter()
+    pairs = load_pairs(pairs_path)
+    triplets = encoder_triplets(pairs, config.seed)
+    card = {"data": {"pairs_file": pairs_path.name, "pairs": pair_counts(pairs)}}
+    report = train_encoder(triplets, out_dir, config, card, progress)
+    report["seconds_total"] = round(time.perf_counter() - started, 1)
+    return report
+
+
+__all__ = [
+    "EncoderTrainConfig",
+    "Triplet",
+    "encoder_triplets",
+    "run_encoder_training",
+    "sentence_of",
+    "train_encoder",
+]

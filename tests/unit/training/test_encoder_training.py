@@ -1,0 +1,79 @@
+"""The fine-tuned bi-encoder: its triplets, a smoke fine-tuning run, and how its adapter
+keys the vector caches."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from longscan.documents import Document
+from longscan.encoders.adapter import WEIGHTS_FILE, AdapterConfig, AdapterError
+from longscan.encoders.cache import EmbeddingCache
+from longscan.encoders.minilm import DEFAULT_ENCODER, get_encoder
+from longscan.retrievers.dense import DenseRetriever
+from longscan.training.encoder import (
+    EncoderTrainConfig,
+    encoder_triplets,
+    sentence_of,
+    train_encoder,
+)
+
+
+def test_triplets_pair_each_gold_sentence_with_a_look_alike_of_its_question(
+    tiny_pairs,
+) -> None:
+    pairs, counts = tiny_pairs
+    triplets = encoder_triplets(pairs)
+    assert len(triplets) == counts["squad/hop1/1"]
+    for triplet in triplets:
+        mine = [p for p in pairs if p.query == triplet.anchor]
+        assert triplet.positive in {sentence_of(p.passage) for p in mine if p.label == 1.0}
+        assert triplet.negative in {sentence_of(p.passage) for p in mine if p.label == 0.0}
+        assert " [SEP] " not in triplet.positive + triplet.negative  # the sentence alone
+
+
+@pytest.fixture(scope="module")
+def tuned(tiny_pairs, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A smoke fine-tuning run on real mined pairs: its adapter folder and report."""
+    out = tmp_path_factory.mktemp("encoder") / "adapter"
+    config = EncoderTrainConfig(
+        epochs=4, batch_size=4, learning_rate=1e-3, adapter=AdapterConfig(8, 16, max_length=64)
+    )
+    return out, train_encoder(encoder_triplets(tiny_pairs[0]), out, config, progress=False)
+
+
+def test_fine_tuning_lowers_the_loss(tuned) -> None:
+    _, report = tuned
+    assert report["steps"] >= 4
+    assert report["final_loss"] < report["initial_loss"]
+
+
+def test_the_adapter_changes_the_vectors_and_the_cache_key(tuned, tmp_path: Path) -> None:
+    out, _ = tuned
+    base, tuned_encoder = get_encoder(), get_encoder(adapter=str(out))
+    assert base.name == DEFAULT_ENCODER
+    assert tuned_encoder.name.startswith(DEFAULT_ENCODER + "+") and tuned_encoder.name != base.name
+    text = "The river floods in spring. Farmers plant rice after the water recedes."
+    document = Document("farm", text)
+    cache = EmbeddingCache(tmp_path / "vectors")
+    plain = DenseRetriever(cache=cache, encoder=base)
+    adapted = DenseRetriever(cache=cache, encoder=tuned_encoder)
+    plain.retrieve("When is rice planted?", [document])
+    adapted.retrieve("When is rice planted?", [document])
+    assert adapted.encoded_units == 2  # the base vectors in the same cache were not reused
+    assert len(list((tmp_path / "vectors").glob("*.safetensors"))) == 2
+    units = [text]
+    assert not np.allclose(base.encode(units), tuned_encoder.encode(units), atol=1e-4)
+
+
+def test_a_corrupt_encoder_adapter_is_refused_with_the_file_named(tuned, tmp_path: Path) -> None:
+    copy = tmp_path / "adapter"
+    shutil.copytree(tuned[0], copy)
+    raw = bytearray((copy / WEIGHTS_FILE).read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    (copy / WEIGHTS_FILE).write_bytes(bytes(raw))
+    with pytest.raises(AdapterError, match=f"{WEIGHTS_FILE}.*SHA-256.*corrupt"):
+        get_encoder(adapter=str(copy))
