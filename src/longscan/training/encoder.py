@@ -49,7 +49,9 @@ class EncoderTrainConfig:
     learning_rate: float = 2e-4
     warmup_ratio: float = 0.1
     seed: int = 0
-    adapter: AdapterConfig = AdapterConfig(max_length=128)
+    # word pieces per text while training: a batch pads to its longest text, and questions
+    # and sentences rarely run longer (encoding later reads up to MiniLM's 256)
+    adapter: AdapterConfig = AdapterConfig(max_length=64)
 
 
 def sentence_of(passage: str) -> str:
@@ -157,7 +159,7 @@ def train_encoder(
             num_train_epochs=config.epochs,
             per_device_train_batch_size=config.batch_size,
             learning_rate=config.learning_rate,
-            warmup_ratio=config.warmup_ratio,
+            warmup_steps=config.warmup_ratio,  # a float below 1 is a fraction of the steps
             lr_scheduler_type="cosine",
             max_grad_norm=1.0,
             seed=config.seed,

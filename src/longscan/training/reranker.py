@@ -326,7 +326,7 @@ def train_reranker(
             num_train_epochs=config.epochs,
             per_device_train_batch_size=config.batch_size,
             learning_rate=config.learning_rate,
-            warmup_ratio=config.warmup_ratio,
+            warmup_steps=config.warmup_ratio,  # a float below 1 is a fraction of the steps
             weight_decay=config.weight_decay,
             lr_scheduler_type="cosine",
             max_grad_norm=1.0,
