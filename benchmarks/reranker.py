@@ -7,7 +7,9 @@ Every retriever reads the same items. ``scanner`` is the scan alone (the shipped
 ``rerank`` is the hybrid's 50 best sentences re-scored in two rounds; ``scanner-rerank`` (as
 registered) the scan's 20 best, each candidate's best round standardised and added to the
 scan's standardised logit; ``-blendW`` weights the scan's by W instead; ``-ce`` keeps the
-cross-encoder's score alone; ``-1round`` skips the second-hop round. Variants reading the
+cross-encoder's score alone; ``-1round`` skips the second-hop round; cheaper re-queries:
+``-rereadR`` has round two read only round one's R best again, ``-D-H-R`` reads the scan's D
+best and H BM25 candidates with reread R. Variants reading the
 same pairs share one score memo, so each pair is read once. With ``--part ood``, L-Eval
 and Loong against the scan alone. Prints a table per benchmark and the re-scorer issue's
 miss ratios against the best stock baseline (BM25 over sentences or 300-word chunks, dense or
@@ -63,6 +65,8 @@ def register_variants(adapter: Path) -> list[str]:
         "scanner-rerank": scanner(blend=1.0),  # as registered
         "scanner-rerank-blend0.5": scanner(blend=0.5),
         "scanner-rerank-blend2": scanner(blend=2.0),
+        "scanner-rerank-reread5": scanner(blend=1.0, reread=5),
+        "scanner-rerank-12-6-5": scanner(depth=12, hop_depth=6, blend=1.0, reread=5),
         "scanner-rerank-ce-1round": scanner(hop_depth=0),
     }
     for name, factory in variants.items():

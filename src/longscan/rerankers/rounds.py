@@ -2,8 +2,9 @@
 
 Round one reads (question, sentence in context) for the ranking's ``depth`` best sentences.
 Round two joins the question with round one's best sentence and reads that against round
-one's other candidates plus the best sentences under BM25 for the joined query: the second
-hop of a multi-hop question shares words with the first hop, not with the question.
+one's other candidates (or its ``reread`` best) plus the best sentences under BM25 for the
+joined query: the second hop of a multi-hop question shares words with the first hop, not
+with the question.
 
 A sentence's final score is the higher of its two rounds, or with ``blend`` that score and
 the ranking's own, each standardised over the candidates and added, the ranking's weighted by
@@ -47,6 +48,8 @@ class TwoRounds:
         reranker: The cross-encoder.
         depth: Round one's candidates.
         hop_depth: Round two's extra BM25 candidates; 0 turns round two off.
+        reread: How many of round one's best candidates round two reads again (``None``: all
+            of them); fewer reads make a re-query cheaper.
         blend: Weight of the ranking's standardised score added to the cross-encoder's
             (0: the cross-encoder's score alone).
     """
@@ -55,10 +58,11 @@ class TwoRounds:
     depth: int = DEFAULT_DEPTH
     hop_depth: int = DEFAULT_HOP_DEPTH
     blend: float = 0.0
+    reread: int | None = None
 
     def __post_init__(self) -> None:
-        if self.depth < 1 or self.hop_depth < 0 or self.blend < 0:
-            raise ValueError("depth must be >= 1, hop_depth and blend >= 0")
+        if self.depth < 1 or self.hop_depth < 0 or self.blend < 0 or (self.reread or 0) < 0:
+            raise ValueError("depth must be >= 1, hop_depth, blend and reread >= 0")
 
     def __call__(
         self, query: str, documents: Sequence[Document], ranking: np.ndarray, lexical: Lexical
@@ -74,11 +78,13 @@ class TwoRounds:
         scores = self.reranker.score(query, _in_context(positions, candidates))
         final = dict(zip(candidates.tolist(), scores.tolist(), strict=True))
         if self.hop_depth and len(candidates) > 1:
-            best = int(candidates[int(np.argmax(scores))])
+            by_score = candidates[np.argsort(-scores, kind="stable")]
+            best = int(by_score[0])
             joined = join_hop(query, positions.text(best))
             extra = np.argsort(-lexical(joined), kind="stable")[: self.hop_depth]
+            again = by_score[1:] if self.reread is None else by_score[1 : 1 + self.reread]
             second = np.array(
-                [i for i in dict.fromkeys([*candidates.tolist(), *extra.tolist()]) if i != best]
+                [i for i in dict.fromkeys([*again.tolist(), *extra.tolist()]) if i != best]
             )
             read = self.reranker.score(joined, _in_context(positions, second))
             for i, score in zip(second.tolist(), read.tolist(), strict=True):

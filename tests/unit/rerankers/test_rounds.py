@@ -67,6 +67,19 @@ def test_the_second_round_finds_the_hop_that_shares_words_only_with_the_first() 
     assert joined and all(q.startswith(QUESTION + " [SEP] Kiss and Tell") for q in joined)
 
 
+def test_round_two_can_reread_only_round_ones_best_candidates() -> None:
+    ranking = np.linspace(1.0, 0.0, 14)  # round one reads sentences 0-5; 0 scores best
+
+    def second_round(scorer: OverlapScorer) -> set[str]:
+        return {sentence for query, sentence in scorer.read if query != QUESTION}
+
+    _, everything = rounds_over(ranking, depth=6, hop_depth=2)
+    _, fewer = rounds_over(ranking, depth=6, hop_depth=2, reread=2)
+    hop = "Shirley Temple later served as United States ambassador to Ghana."
+    assert second_round(everything) == {*FILLER[:5], hop}
+    assert second_round(fewer) == {*FILLER[:2], hop}  # the next two of round one, and BM25's
+
+
 def test_sentences_left_unread_keep_the_first_order_below_every_candidate() -> None:
     ranking = np.linspace(1.0, 0.0, 14)
     scores, scorer = rounds_over(ranking, depth=4, hop_depth=0)
