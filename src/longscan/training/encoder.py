@@ -24,6 +24,13 @@ from typing import Any
 
 from longscan.encoders.adapter import AdapterConfig, adapter_tensors, save_adapter
 from longscan.rerankers.cross_encoder import CONTEXT_SEPARATOR
+from longscan.training.finetune import (
+    add_lora,
+    dataset_class,
+    logged_losses,
+    recipe_card,
+    trainer_arguments,
+)
 from longscan.training.reranker import Pair
 
 MNRL_SCALE = 20.0  # sentence-transformers' default: cosine similarities times 20 as logits
@@ -109,15 +116,6 @@ def train_encoder(
     negatives; no question twice in a batch) and save it to ``out_dir``. Returns the
     training report (losses, steps, seconds)."""
     import torch
-
-    try:
-        from datasets import Dataset
-        from peft import LoraConfig
-    except ImportError as error:
-        raise ImportError(
-            f"fine-tuning needs the [train] extra ({error.name} is missing): "
-            "pip install 'longscan[train]'"
-        ) from error
     from sentence_transformers import SentenceTransformerTrainer
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from sentence_transformers.sentence_transformer.training_args import (
@@ -130,19 +128,12 @@ def train_encoder(
 
     if not triplets:
         raise ValueError("no training triplets")
+    dataset = dataset_class()
     torch.manual_seed(config.seed)
     model = packaged_model()
     model.max_seq_length = config.adapter.max_length
-    model.add_adapter(
-        LoraConfig(
-            r=config.adapter.rank,
-            lora_alpha=config.adapter.alpha,
-            target_modules=list(config.adapter.target_modules),
-            lora_dropout=0.1,
-            task_type="FEATURE_EXTRACTION",
-        )
-    )
-    data = Dataset.from_dict(
+    add_lora(model, config.adapter, task_type="FEATURE_EXTRACTION")
+    data = dataset.from_dict(
         {
             "anchor": [t.anchor for t in triplets],
             "positive": [t.positive for t in triplets],
@@ -154,23 +145,13 @@ def train_encoder(
     initial = _probe_loss(model, probe)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="longscan-bi-") as scratch:
-        args = SentenceTransformerTrainingArguments(
-            output_dir=scratch,
-            num_train_epochs=config.epochs,
-            per_device_train_batch_size=config.batch_size,
-            learning_rate=config.learning_rate,
-            warmup_steps=config.warmup_ratio,  # a float below 1 is a fraction of the steps
-            lr_scheduler_type="cosine",
-            max_grad_norm=1.0,
-            seed=config.seed,
-            data_seed=config.seed,
+        args = trainer_arguments(
+            SentenceTransformerTrainingArguments,
+            scratch,
+            config,
+            len(triplets),
+            progress,
             batch_sampler=BatchSamplers.NO_DUPLICATES,
-            logging_steps=max(1, len(triplets) // config.batch_size // 20),
-            save_strategy="no",
-            report_to="none",
-            use_cpu=True,
-            disable_tqdm=not progress,
-            dataloader_num_workers=0,
         )
         trainer = SentenceTransformerTrainer(
             model=model,
@@ -180,22 +161,15 @@ def train_encoder(
         )
         result = trainer.train()
     model.eval()
-    losses = [round(float(e["loss"]), 4) for e in trainer.state.log_history if "loss" in e]
+    loss = f"MultipleNegativesRankingLoss (scale {MNRL_SCALE:g}), one hard negative"
     report = {
         "initial_loss": round(initial, 4),
         "final_loss": round(_probe_loss(model, probe), 4),
         "triplets": len(triplets),
         "steps": int(result.global_step),
         "seconds": round(time.perf_counter() - started, 1),
-        "losses": losses,
-        "recipe": {
-            "epochs": config.epochs,
-            "batch_size": config.batch_size,
-            "learning_rate": config.learning_rate,
-            "warmup_ratio": config.warmup_ratio,
-            "seed": config.seed,
-            "loss": f"MultipleNegativesRankingLoss (scale {MNRL_SCALE:g}), one hard negative",
-        },
+        "losses": logged_losses(trainer),
+        "recipe": recipe_card(config, loss),
     }
     tensors = adapter_tensors(model[0].auto_model)
     save_adapter(out_dir, tensors, config.adapter, {**(card or {}), **report}, __version__)

@@ -32,6 +32,13 @@ from longscan.encoders.minilm import SentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
 from longscan.rerankers.cross_encoder import base_cross_encoder, join_hop, sentence_in_context
 from longscan.retrievers.bm25 import build_index, tokenize
+from longscan.training.finetune import (
+    add_lora,
+    dataset_class,
+    logged_losses,
+    recipe_card,
+    trainer_arguments,
+)
 
 
 @dataclass
@@ -268,80 +275,43 @@ def train_reranker(
     import time
 
     import torch
-
-    try:
-        from datasets import Dataset
-        from peft import LoraConfig
-    except ImportError as error:
-        raise ImportError(
-            f"fine-tuning needs the [train] extra ({error.name} is missing): "
-            "pip install 'longscan[train]'"
-        ) from error
     from sentence_transformers.cross_encoder import (
         CrossEncoderTrainer,
         CrossEncoderTrainingArguments,
     )
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
-    from transformers import TrainerCallback
 
     from longscan import __version__
 
     if not pairs:
         raise ValueError("no training pairs")
+    dataset = dataset_class()
     torch.manual_seed(config.seed)
     model = base_cross_encoder(config.adapter.max_length)
-    model.add_adapter(
-        LoraConfig(
-            r=config.adapter.rank,
-            lora_alpha=config.adapter.alpha,
-            target_modules=list(config.adapter.target_modules),
-            lora_dropout=0.1,
-            modules_to_save=["classifier"],
-            task_type="SEQ_CLS",
-        )
-    )
+    add_lora(model, config.adapter, modules_to_save=["classifier"], task_type="SEQ_CLS")
     positives = sum(p.label for p in pairs)
     pos_weight = torch.tensor((len(pairs) - positives) / max(positives, 1.0))
     loss = BinaryCrossEntropyLoss(model, pos_weight=pos_weight)
-    data = Dataset.from_dict(
+    data = dataset.from_dict(
         {
             "query": [p.query for p in pairs],
             "passage": [p.passage for p in pairs],
             "label": [p.label for p in pairs],
         }
     )
-    losses: list[float] = []
     probe = pairs[:: max(1, len(pairs) // PROBE_PAIRS)][:PROBE_PAIRS]
     initial = _pair_loss(model, probe, pos_weight)
-
-    class _Losses(TrainerCallback):
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            if logs and "loss" in logs:
-                losses.append(float(logs["loss"]))
-
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="longscan-ce-") as scratch:
-        args = CrossEncoderTrainingArguments(
-            output_dir=scratch,
-            num_train_epochs=config.epochs,
-            per_device_train_batch_size=config.batch_size,
-            learning_rate=config.learning_rate,
-            warmup_steps=config.warmup_ratio,  # a float below 1 is a fraction of the steps
+        args = trainer_arguments(
+            CrossEncoderTrainingArguments,
+            scratch,
+            config,
+            len(pairs),
+            progress,
             weight_decay=config.weight_decay,
-            lr_scheduler_type="cosine",
-            max_grad_norm=1.0,
-            seed=config.seed,
-            data_seed=config.seed,
-            logging_steps=max(1, len(pairs) // config.batch_size // 50),
-            save_strategy="no",
-            report_to="none",
-            use_cpu=True,
-            disable_tqdm=not progress,
-            dataloader_num_workers=0,
         )
-        trainer = CrossEncoderTrainer(
-            model=model, args=args, train_dataset=data, loss=loss, callbacks=[_Losses()]
-        )
+        trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=data, loss=loss)
         result = trainer.train()
     report = {
         "initial_loss": round(initial, 4),
@@ -350,16 +320,8 @@ def train_reranker(
         "positives": int(positives),
         "steps": int(result.global_step),
         "seconds": round(time.perf_counter() - started, 1),
-        "losses": [round(v, 4) for v in losses],
-        "recipe": {
-            "epochs": config.epochs,
-            "batch_size": config.batch_size,
-            "learning_rate": config.learning_rate,
-            "warmup_ratio": config.warmup_ratio,
-            "weight_decay": config.weight_decay,
-            "seed": config.seed,
-            "loss": "BinaryCrossEntropyLoss, pos_weight = #neg / #pos",
-        },
+        "losses": logged_losses(trainer),
+        "recipe": recipe_card(config, "BinaryCrossEntropyLoss, pos_weight = #neg / #pos"),
     }
     tensors = adapter_tensors(model[0].model)
     card = {**(card or {}), **report}

@@ -1,0 +1,92 @@
+"""What the cross-encoder's and the bi-encoder's fine-tuning share: the optional training
+dependencies, LoRA over MiniLM's layers, and the Hugging Face trainer's arguments."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Protocol
+
+from longscan.encoders.adapter import AdapterConfig
+
+LOG_POINTS = 50  # losses logged per run (the model card keeps them)
+
+
+class Recipe(Protocol):
+    """The fields every fine-tuning recipe has."""
+
+    epochs: float
+    batch_size: int
+    learning_rate: float
+    warmup_ratio: float
+    seed: int
+    adapter: AdapterConfig
+
+
+def dataset_class() -> Any:
+    """``datasets.Dataset``, or an ImportError that names the extra to install."""
+    try:
+        from datasets import Dataset
+    except ImportError as error:
+        raise _missing(error) from error
+    return Dataset
+
+
+def add_lora(model: Any, adapter: AdapterConfig, **options: Any) -> None:
+    """Wrap ``model``'s target layers in trainable low-rank updates (dropout 0.1); the base
+    weights stay frozen."""
+    try:
+        from peft import LoraConfig
+    except ImportError as error:
+        raise _missing(error) from error
+    model.add_adapter(
+        LoraConfig(
+            r=adapter.rank,
+            lora_alpha=adapter.alpha,
+            target_modules=list(adapter.target_modules),
+            lora_dropout=0.1,
+            **options,
+        )
+    )
+
+
+def trainer_arguments(
+    arguments: type, scratch: str, recipe: Recipe, examples: int, progress: bool, **extra: Any
+) -> Any:
+    """``arguments`` (a sentence-transformers training-arguments class) for ``recipe``: cosine
+    schedule, clipped gradients, fixed seeds, CPU, nothing saved but the final adapter."""
+    return arguments(
+        output_dir=scratch,
+        num_train_epochs=recipe.epochs,
+        per_device_train_batch_size=recipe.batch_size,
+        learning_rate=recipe.learning_rate,
+        warmup_steps=recipe.warmup_ratio,  # a float below 1 is a fraction of the steps
+        lr_scheduler_type="cosine",
+        max_grad_norm=1.0,
+        seed=recipe.seed,
+        data_seed=recipe.seed,
+        logging_steps=max(1, examples // recipe.batch_size // LOG_POINTS),
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=not progress,
+        dataloader_num_workers=0,
+        **extra,
+    )
+
+
+def logged_losses(trainer: Any) -> list[float]:
+    """The training losses the trainer logged, in order."""
+    return [round(float(e["loss"]), 4) for e in trainer.state.log_history if "loss" in e]
+
+
+def recipe_card(recipe: Recipe, loss: str) -> dict[str, Any]:
+    """The recipe as the model card records it (the adapter's shape is saved apart)."""
+    fields = asdict(recipe)  # type: ignore[call-overload]  # a dataclass, typed by its fields
+    return {**{k: v for k, v in fields.items() if k != "adapter"}, "loss": loss}
+
+
+def _missing(error: ImportError) -> ImportError:
+    return ImportError(
+        f"fine-tuning needs the [train] extra ({error.name} is missing): "
+        "pip install 'longscan[train]'"
+    )
