@@ -46,6 +46,7 @@ install_torch() {
 
 STAMP="$VENV/.longscan-installed$EXTRAS"
 if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ] \
+  || [ "$ROOT/scripts/constraints.txt" -nt "$STAMP" ] \
   || [ "$(cat "$STAMP")" != "torch=$TORCH_CHOICE" ]; then
   python -m pip install --quiet --upgrade pip
   install_torch
@@ -60,7 +61,7 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ] \
     fi
     python -m pip install --quiet "$(compgen -G "$WHEELS/llama_cpp_python-0.3.36-*.whl" | head -1)"
   fi
-  python -m pip install --quiet -e "$ROOT$EXTRAS"
+  python -m pip install --quiet -c "$ROOT/scripts/constraints.txt" -e "$ROOT$EXTRAS"
   if [ "$TORCH_CHOICE" = cpu ] && python -m pip list 2>/dev/null | grep -qi nvidia; then
     echo "error: CUDA packages were installed beside the CPU build of torch;" \
       "set LONGSCAN_TORCH=cuda to use a GPU build instead" >&2
