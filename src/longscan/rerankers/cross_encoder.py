@@ -116,7 +116,8 @@ class CrossEncoderReranker:
         recently are not read again (a second round meets first-round candidates).
 
         Pairs are read shortest first, so a batch pads to a length near its own pairs'
-        (a fifth faster here than reading them in the given order; the scores are the same).
+        (15-25% faster in one measurement than reading them in the given order; the scores are
+        the same).
         """
         pairs = [(query, passage) for passage in passages]
         missing = sorted(
