@@ -161,8 +161,12 @@ def test_llm_serve_help_names_the_extra() -> None:
 # server: a small HTTP server that answers /v1/models, so the test needs no compiled extra.
 STAND_IN = """
 import os, signal, sys
-# a background job of a non-interactive shell (as CI may be) starts with SIGINT ignored
+# as from a terminal: a background job of a non-interactive shell (as CI may be) starts
+# with SIGINT ignored, and one under nohup with SIGHUP ignored; llm-serve keeps an ignored
+# signal ignored, as a user who chose nohup expects
 signal.signal(signal.SIGINT, signal.default_int_handler)
+for number in (signal.SIGHUP, signal.SIGTERM):
+    signal.signal(number, signal.SIG_DFL)
 from longscan.answering import local
 from longscan.cli import app
 
