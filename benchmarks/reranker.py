@@ -1,7 +1,7 @@
 """The cross-encoder re-scorer against the scanner and the stock baselines (development split).
 
-    python benchmarks/reranker.py [--adapter DIR] [--items N] [--part dev|ood|all] \
-        [--variants scanner-rerank,...] [--out runs/reranker-eval]
+    python benchmarks/reranker.py [--adapter DIR] [--checkpoint DIR] [--items N] \
+        [--part dev|ood|all] [--variants scanner-rerank,...] [--out runs/reranker-eval]
 
 Every retriever reads the same items. ``scanner`` is the scan alone (the shipped default);
 ``rerank`` is the hybrid's 50 best sentences re-scored in two rounds; ``scanner-rerank`` (as
@@ -9,8 +9,9 @@ registered) the scan's 20 best, each candidate's best round standardised and add
 scan's standardised logit; ``-blendW`` weights the scan's by W instead; ``-ce`` keeps the
 cross-encoder's score alone; ``-1round`` skips the second-hop round; cheaper re-queries:
 ``-rereadR`` has round two read only round one's R best again, ``-D-H-R`` reads the scan's D
-best and H BM25 candidates with reread R. Variants reading the
-same pairs share one score memo, so each pair is read once. With ``--part ood``, L-Eval
+best and H BM25 candidates with reread R; with ``--checkpoint``, ``candidate`` and
+``candidate-rerank`` are that scanner alone and re-scored. Variants reading the same pairs
+share one score memo, so each pair is read once. With ``--part ood``, L-Eval
 and Loong against the scan alone. Prints a table per benchmark and the re-scorer issue's
 miss ratios against the best stock baseline (BM25 over sentences or 300-word chunks, dense or
 hybrid over sentences: the chunk dense variants, never the best on these rows in earlier
@@ -47,14 +48,15 @@ OUT_OF_DOMAIN = (("leval-coursera", 20_000), ("leval-financial", 20_000), ("loon
 SHARED_READS = 2_000_000  # score memo entries: every pair of a run, read once
 
 
-def register_variants(adapter: Path) -> list[str]:
-    """The re-scoring variants over ``adapter`` (``scanner``, registered, is the scan alone)."""
+def register_variants(adapter: Path, checkpoint: Path | None = None) -> list[str]:
+    """The re-scoring variants over ``adapter`` (``scanner``, registered, is the scan alone);
+    with ``checkpoint``, also ``candidate`` (that scanner alone) and ``candidate-rerank``."""
     reranker = CrossEncoderReranker.load(adapter)
     reranker.cache_size = SHARED_READS
 
-    def scanner(**rounds: Any) -> Callable[[], Retriever]:
+    def scanner(directory: Path | None = None, **rounds: Any) -> Callable[[], Retriever]:
         return lambda: ScannerRetriever(
-            Scanner.from_pretrained(rounds=TwoRounds(reranker, **rounds))
+            Scanner.from_pretrained(directory, rounds=TwoRounds(reranker, **rounds))
         )
 
     variants = {
@@ -69,6 +71,9 @@ def register_variants(adapter: Path) -> list[str]:
         "scanner-rerank-12-6-5": scanner(depth=12, hop_depth=6, blend=1.0, reread=5),
         "scanner-rerank-ce-1round": scanner(hop_depth=0),
     }
+    if checkpoint is not None:
+        variants["candidate"] = lambda: ScannerRetriever(Scanner.from_pretrained(checkpoint))
+        variants["candidate-rerank"] = scanner(checkpoint, blend=1.0)
     for name, factory in variants.items():
         register(name, factory)
     return list(variants)
@@ -108,7 +113,7 @@ def development(variants: list[str], cap: int | None, out: Path) -> None:
                     f"| {benchmark}-{words // 1000}k | {metric} | {name} | {mine:.3f} | {best} "
                     f"| {theirs:.3f} | {ratio:.2f} | ≤ {bar} | {'yes' if ratio <= bar else 'NO'} |"
                 )
-                if name.startswith("scanner-"):
+                if name.startswith("scanner-") or name == "candidate-rerank":
                     met = "yes" if mine >= values["rerank"] else "NO"
                     versus_rerank.append(
                         f"| {benchmark}-{words // 1000}k | {metric} | {name} | {mine:.3f} "
@@ -148,6 +153,13 @@ def out_of_domain(variants: list[str], out: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--adapter", type=Path, default=PACKAGED)
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help="a scanner checkpoint to compare with the shipped one (variants candidate, "
+        "candidate-rerank)",
+    )
     parser.add_argument("--items", type=int, default=None, help="items per benchmark (cap)")
     parser.add_argument("--out", type=Path, default=Path("runs/reranker-eval"))
     parser.add_argument(
@@ -162,7 +174,7 @@ def main() -> None:
         help="comma-separated variants to run (default: all; the dev part always adds rerank)",
     )
     args = parser.parse_args()
-    variants = register_variants(args.adapter)
+    variants = register_variants(args.adapter, args.checkpoint)
     if args.variants:
         chosen = args.variants.split(",")
         variants = [v for v in variants if v in chosen or v == "rerank"]
