@@ -9,8 +9,8 @@ registered) the scan's 20 best, each candidate's best round standardised and add
 scan's standardised logit; ``-blendW`` weights the scan's by W instead; ``-ce`` keeps the
 cross-encoder's score alone; ``-1round`` skips the second-hop round; cheaper re-queries:
 ``-rereadR`` has round two read only round one's R best again, ``-D-H-R`` reads the scan's D
-best and H BM25 candidates with reread R; with ``--checkpoint``, ``candidate`` and
-``candidate-rerank`` are that scanner alone and re-scored. Variants reading the same pairs
+best and H BM25 candidates with reread R; with ``--checkpoint``, ``candidate`` is that scanner
+alone and ``candidate-rerank`` (and ``-12-6-5``) re-scored. Variants reading the same pairs
 share one score memo, so each pair is read once. With ``--part ood``, L-Eval
 and Loong against the scan alone. Prints a table per benchmark and the re-scorer issue's
 miss ratios against the best stock baseline (BM25 over sentences or 300-word chunks, dense or
@@ -74,6 +74,9 @@ def register_variants(adapter: Path, checkpoint: Path | None = None) -> list[str
     if checkpoint is not None:
         variants["candidate"] = lambda: ScannerRetriever(Scanner.from_pretrained(checkpoint))
         variants["candidate-rerank"] = scanner(checkpoint, blend=1.0)
+        variants["candidate-rerank-12-6-5"] = scanner(
+            checkpoint, depth=12, hop_depth=6, blend=1.0, reread=5
+        )
     for name, factory in variants.items():
         register(name, factory)
     return list(variants)
@@ -113,7 +116,7 @@ def development(variants: list[str], cap: int | None, out: Path) -> None:
                     f"| {benchmark}-{words // 1000}k | {metric} | {name} | {mine:.3f} | {best} "
                     f"| {theirs:.3f} | {ratio:.2f} | ≤ {bar} | {'yes' if ratio <= bar else 'NO'} |"
                 )
-                if name.startswith("scanner-") or name == "candidate-rerank":
+                if name.startswith(("scanner-", "candidate-")):
                     met = "yes" if mine >= values["rerank"] else "NO"
                     versus_rerank.append(
                         f"| {benchmark}-{words // 1000}k | {metric} | {name} | {mine:.3f} "

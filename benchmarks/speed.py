@@ -7,7 +7,8 @@ Builds documents of 100k, 400k and 1M tokens from the Loong corpus (real financi
 and papers; tokens = MiniLM word pieces), then measures in fresh subprocesses (so peak RSS
 and caches are per measurement): every retriever's first query; scanner first scan (cold
 cache), re-query (warm cache), stream vs sliding; peak RSS of streaming; with
-``--rescoring-cost``, the scanner with its cross-encoder rounds against the scan alone.
+``--rescoring-cost``, the scanner (``--checkpoint``) with its cross-encoder rounds
+(``--rounds`` JSON) against the shipped scan alone.
 """
 
 from __future__ import annotations
@@ -37,9 +38,13 @@ kind = os.environ["KIND"]
 document.sentences  # segmentation is shared by every retriever; timed separately
 if kind in ("scanner", "scanner-rerank"):
     checkpoint = os.environ.get("CHECKPOINT")
-    scanner = Scanner.from_pretrained(
-        checkpoint and Path(checkpoint), mode=os.environ["MODE"], rescore=kind == "scanner-rerank"
-    )
+    rounds = {}
+    if kind == "scanner-rerank":
+        from longscan.rerankers.cross_encoder import get_reranker
+        from longscan.rerankers.rounds import TwoRounds
+        rounds["rounds"] = TwoRounds(get_reranker(), **json.loads(os.environ["ROUNDS"]))
+    directory = checkpoint and Path(checkpoint)
+    scanner = Scanner.from_pretrained(directory, mode=os.environ["MODE"], **rounds)
     retriever = ScannerRetriever(scanner)
 else:
     retriever = get_retriever(kind)
@@ -73,11 +78,17 @@ def corpus_text(data_dir: Path, tokens: int) -> str:
 
 
 def measure(
-    doc: Path, kind: str, threads: int, mode: str = "stream", checkpoint: Path | None = None
+    doc: Path,
+    kind: str,
+    threads: int,
+    mode: str = "stream",
+    checkpoint: Path | None = None,
+    rounds: dict[str, float] | None = None,
 ) -> dict:
     with tempfile.TemporaryDirectory() as cache:
         env = {
             **({} if checkpoint is None else {"CHECKPOINT": str(checkpoint.resolve())}),
+            "ROUNDS": json.dumps(rounds or {}),
             "DOC": str(doc),
             "KIND": kind,
             "THREADS": str(threads),
@@ -101,10 +112,11 @@ def measure_best(
     repeats: int,
     mode: str = "stream",
     checkpoint: Path | None = None,
+    rounds: dict[str, float] | None = None,
 ) -> dict:
     """The fastest of ``repeats`` fresh-process measurements (times are minima, the peak RSS
     the maximum): on 2 shared cores a single run can be 15% slow for reasons outside it."""
-    runs = [measure(doc, kind, threads, mode, checkpoint) for _ in range(repeats)]
+    runs = [measure(doc, kind, threads, mode, checkpoint, rounds) for _ in range(repeats)]
     best = min(runs, key=lambda run: run["first"])
     return {
         **best,
@@ -130,14 +142,25 @@ def time_ratio(data_dir: Path, threads: int, repeats: int) -> None:
             )
 
 
-def rescoring_cost(data_dir: Path, threads: int, repeats: int) -> None:
-    """The scanner with the cross-encoder's rounds against the scan alone (the default) on
-    the 100k-token report, each the fastest of ``repeats`` fresh processes."""
+def rescoring_cost(
+    data_dir: Path,
+    threads: int,
+    repeats: int,
+    checkpoint: Path | None,
+    rounds: dict[str, float],
+) -> None:
+    """The scanner (``checkpoint``, default the shipped one) with the cross-encoder's
+    ``rounds`` against the shipped scan alone on the 100k-token report, each the fastest of
+    ``repeats`` fresh processes."""
     with tempfile.TemporaryDirectory() as folder:
         doc = Path(folder) / "doc100000.txt"
         doc.write_text(corpus_text(data_dir, 100_000), encoding="utf-8")
-        kinds = ("scanner", "scanner-rerank")
-        runs = {kind: measure_best(doc, kind, threads, repeats) for kind in kinds}
+        runs = {
+            "scanner": measure_best(doc, "scanner", threads, repeats),
+            "scanner-rerank": measure_best(
+                doc, "scanner-rerank", threads, repeats, checkpoint=checkpoint, rounds=rounds
+            ),
+        }
     print("\n| retriever | first query (s) | every run (s) | re-query (s) | peak RSS (MB) |")
     print("|---|---:|---|---:|---:|")
     for kind, r in runs.items():
@@ -174,11 +197,19 @@ def main() -> None:
     parser.add_argument(
         "--rescoring-cost",
         action="store_true",
-        help="Only time the scanner with and without its cross-encoder rounds at 100k tokens.",
+        help="Only time the scanner (--checkpoint) with its cross-encoder rounds against the "
+        "shipped scan alone at 100k tokens.",
+    )
+    parser.add_argument(
+        "--rounds",
+        default='{"blend": 1.0}',
+        help="With --rescoring-cost: the rounds' settings as JSON (TwoRounds' fields; default "
+        "the shipped ones).",
     )
     args = parser.parse_args()
     if args.rescoring_cost:
-        rescoring_cost(args.data_dir, args.threads, args.repeats)
+        rounds = json.loads(args.rounds)
+        rescoring_cost(args.data_dir, args.threads, args.repeats, args.checkpoint, rounds)
         return
     if args.ratio_only:
         time_ratio(args.data_dir, args.threads, args.ratio_only)
