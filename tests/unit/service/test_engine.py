@@ -60,19 +60,22 @@ def test_jobs_run_one_at_a_time_in_order(tmp_path: Path) -> None:
 
 
 def test_an_abandoned_job_stops_at_its_next_checkpoint(tmp_path: Path) -> None:
-    engine = Engine(ServiceSettings(tmp_path, scan_timeout_s=0.2))
+    engine = Engine(ServiceSettings(tmp_path, scan_timeout_s=1.0))
     steps: list[int] = []
+    resume = threading.Event()
 
     def long_job() -> None:  # 10 s of work, in steps, as an encoding is in batches
         for step in range(1000):
             engine.checkpoint()
             steps.append(step)
+            resume.wait(30)  # held in its first step until the test has seen it abandoned
             time.sleep(0.01)
 
     async def scenario() -> tuple[JobCounts, float]:
         with pytest.raises(TimedOut):
             await engine.call(long_job)
         abandoned = engine.counts()
+        resume.set()
         started = time.monotonic()
         await engine.call(steps.append, -1)  # the worker is free again within a step
         return abandoned, time.monotonic() - started
