@@ -59,6 +59,7 @@ def register_variants(adapter: Path, checkpoint: Path | None = None) -> list[str
             Scanner.from_pretrained(directory, rounds=TwoRounds(reranker, **rounds))
         )
 
+    cheap = {"depth": 12, "hop_depth": 6, "blend": 1.0, "reread": 5}  # about half the reads
     variants = {
         "rerank": lambda: RerankRetriever(
             get_retriever("hybrid-sentence"), reranker, depth=BASELINE_DEPTH
@@ -68,15 +69,13 @@ def register_variants(adapter: Path, checkpoint: Path | None = None) -> list[str
         "scanner-rerank-blend0.5": scanner(blend=0.5),
         "scanner-rerank-blend2": scanner(blend=2.0),
         "scanner-rerank-reread5": scanner(blend=1.0, reread=5),
-        "scanner-rerank-12-6-5": scanner(depth=12, hop_depth=6, blend=1.0, reread=5),
+        "scanner-rerank-12-6-5": scanner(**cheap),
         "scanner-rerank-ce-1round": scanner(hop_depth=0),
     }
     if checkpoint is not None:
         variants["candidate"] = lambda: ScannerRetriever(Scanner.from_pretrained(checkpoint))
         variants["candidate-rerank"] = scanner(checkpoint, blend=1.0)
-        variants["candidate-rerank-12-6-5"] = scanner(
-            checkpoint, depth=12, hop_depth=6, blend=1.0, reread=5
-        )
+        variants["candidate-rerank-12-6-5"] = scanner(checkpoint, **cheap)
     for name, factory in variants.items():
         register(name, factory)
     return list(variants)

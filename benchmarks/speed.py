@@ -40,9 +40,10 @@ if kind in ("scanner", "scanner-rerank"):
     checkpoint = os.environ.get("CHECKPOINT")
     rounds = {}
     if kind == "scanner-rerank":
-        from longscan.rerankers.cross_encoder import get_reranker
-        from longscan.rerankers.rounds import TwoRounds
-        rounds["rounds"] = TwoRounds(get_reranker(), **json.loads(os.environ["ROUNDS"]))
+        from longscan.rerankers.rounds import TwoRounds, shipped_rounds
+        shipped = shipped_rounds()
+        settings = json.loads(os.environ.get("ROUNDS", "null"))
+        rounds["rounds"] = shipped if settings is None else TwoRounds(shipped.reranker, **settings)
     directory = checkpoint and Path(checkpoint)
     scanner = Scanner.from_pretrained(directory, mode=os.environ["MODE"], **rounds)
     retriever = ScannerRetriever(scanner)
@@ -88,7 +89,7 @@ def measure(
     with tempfile.TemporaryDirectory() as cache:
         env = {
             **({} if checkpoint is None else {"CHECKPOINT": str(checkpoint.resolve())}),
-            "ROUNDS": json.dumps(rounds or {}),
+            **({} if rounds is None else {"ROUNDS": json.dumps(rounds)}),
             "DOC": str(doc),
             "KIND": kind,
             "THREADS": str(threads),
@@ -147,7 +148,7 @@ def rescoring_cost(
     threads: int,
     repeats: int,
     checkpoint: Path | None,
-    rounds: dict[str, float],
+    rounds: dict[str, float] | None,
 ) -> None:
     """The scanner (``checkpoint``, default the shipped one) with the cross-encoder's
     ``rounds`` against the shipped scan alone on the 100k-token report, each the fastest of
@@ -202,13 +203,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--rounds",
-        default='{"blend": 1.0}',
-        help="With --rescoring-cost: the rounds' settings as JSON (TwoRounds' fields; default "
-        "the shipped ones).",
+        default=None,
+        help="With --rescoring-cost: the rounds' settings as JSON (TwoRounds' fields; default: "
+        "the shipped rounds).",
     )
     args = parser.parse_args()
     if args.rescoring_cost:
-        rounds = json.loads(args.rounds)
+        rounds = None if args.rounds is None else json.loads(args.rounds)
         rescoring_cost(args.data_dir, args.threads, args.repeats, args.checkpoint, rounds)
         return
     if args.ratio_only:
