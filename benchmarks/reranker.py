@@ -8,9 +8,10 @@ Every retriever reads the same items. ``scanner`` is the scan alone (the shipped
 registered) the scan's 20 best, each candidate's best round standardised and added to the
 scan's standardised logit; ``-blendW`` weights the scan's by W instead; ``-ce`` keeps the
 cross-encoder's score alone; ``-1round`` skips the second-hop round; cheaper re-queries:
-``-rereadR`` has round two read only round one's R best again, ``-D-H-R`` reads the scan's D
-best and H BM25 candidates with reread R; with ``--checkpoint``, ``candidate`` is that scanner
-alone and ``candidate-rerank`` (and ``-12-6-5``) re-scored. Variants reading the same pairs
+``-rereadR`` has round two read only round one's R best again, ``-D-H-R`` (any numbers named
+in ``--variants``; 12-6-5 by default) reads the scan's D best and H BM25 candidates with
+reread R; with ``--checkpoint``, ``candidate`` is that scanner alone and ``candidate-rerank``
+(and ``candidate-rerank-D-H-R``) re-scored. Variants reading the same pairs
 share one score memo, so each pair is read once. With ``--part ood``, L-Eval
 and Loong against the scan alone. Prints a table per benchmark and the re-scorer issue's
 miss ratios against the best stock baseline (BM25 over sentences or 300-word chunks, dense or
@@ -21,6 +22,7 @@ runs, would double the encoding).
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,9 +50,12 @@ OUT_OF_DOMAIN = (("leval-coursera", 20_000), ("leval-financial", 20_000), ("loon
 SHARED_READS = 2_000_000  # score memo entries: every pair of a run, read once
 
 
-def register_variants(adapter: Path, checkpoint: Path | None = None) -> list[str]:
+def register_variants(
+    adapter: Path, checkpoint: Path | None = None, named: list[str] | None = None
+) -> list[str]:
     """The re-scoring variants over ``adapter`` (``scanner``, registered, is the scan alone);
-    with ``checkpoint``, also ``candidate`` (that scanner alone) and ``candidate-rerank``."""
+    with ``checkpoint``, also ``candidate`` (that scanner alone) and ``candidate-rerank``;
+    every ``scanner-rerank-D-H-R`` or ``candidate-rerank-D-H-R`` in ``named`` too."""
     reranker = CrossEncoderReranker.load(adapter)
     reranker.cache_size = SHARED_READS
 
@@ -59,7 +64,6 @@ def register_variants(adapter: Path, checkpoint: Path | None = None) -> list[str
             Scanner.from_pretrained(directory, rounds=TwoRounds(reranker, **rounds))
         )
 
-    cheap = {"depth": 12, "hop_depth": 6, "blend": 1.0, "reread": 5}  # about half the reads
     variants = {
         "rerank": lambda: RerankRetriever(
             get_retriever("hybrid-sentence"), reranker, depth=BASELINE_DEPTH
@@ -69,13 +73,19 @@ def register_variants(adapter: Path, checkpoint: Path | None = None) -> list[str
         "scanner-rerank-blend0.5": scanner(blend=0.5),
         "scanner-rerank-blend2": scanner(blend=2.0),
         "scanner-rerank-reread5": scanner(blend=1.0, reread=5),
-        "scanner-rerank-12-6-5": scanner(**cheap),
         "scanner-rerank-ce-1round": scanner(hop_depth=0),
     }
     if checkpoint is not None:
         variants["candidate"] = lambda: ScannerRetriever(Scanner.from_pretrained(checkpoint))
         variants["candidate-rerank"] = scanner(checkpoint, blend=1.0)
-        variants["candidate-rerank-12-6-5"] = scanner(checkpoint, **cheap)
+    for name in ["scanner-rerank-12-6-5", "candidate-rerank-12-6-5", *(named or [])]:
+        cheaper = re.fullmatch(r"(scanner|candidate)-rerank-(\d+)-(\d+)-(\d+)", name)
+        if cheaper and (cheaper[1] == "scanner" or checkpoint is not None):
+            depth, hop_depth, reread = (int(v) for v in cheaper.groups()[1:])
+            directory = checkpoint if cheaper[1] == "candidate" else None
+            variants[name] = scanner(
+                directory, depth=depth, hop_depth=hop_depth, blend=1.0, reread=reread
+            )
     for name, factory in variants.items():
         register(name, factory)
     return list(variants)
@@ -176,9 +186,9 @@ def main() -> None:
         help="comma-separated variants to run (default: all; the dev part always adds rerank)",
     )
     args = parser.parse_args()
-    variants = register_variants(args.adapter, args.checkpoint)
-    if args.variants:
-        chosen = args.variants.split(",")
+    chosen = args.variants.split(",") if args.variants else None
+    variants = register_variants(args.adapter, args.checkpoint, chosen)
+    if chosen:
         variants = [v for v in variants if v in chosen or v == "rerank"]
     if args.part in ("dev", "all"):
         development(variants, args.items, args.out)

