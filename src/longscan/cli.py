@@ -11,6 +11,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
+from itertools import zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -531,7 +532,10 @@ def synth(
         bool, typer.Option("--dry-run", help="Estimate calls and tokens; call nothing.")
     ] = False,
     decontaminate: Annotated[
-        bool, typer.Option(help="Drop examples sharing >1% of sentences with benchmarks.")
+        bool,
+        typer.Option(
+            help="Drop examples sharing >1% of sentences with benchmarks and the data's corpus/."
+        ),
     ] = True,
     llm: LLMUrl = None,
     llm_model: LLMModel = None,
@@ -566,7 +570,9 @@ def synth(
     try:
         sources = [syn.SourceDocument(d, chunk_sentences) for d in read_paths(paths)]
         vectors = syn.chunk_vectors(sources) if "pair" in chosen else None
-        requests = [r for s in chosen for r in syn.plan(sources, s, count, settings, vectors)]  # type: ignore[arg-type]
+        plans = [syn.plan(sources, s, count, settings, vectors) for s in chosen]  # type: ignore[arg-type]
+        # strategies take turns, so a run stopped early still holds each of them
+        requests = [r for turn in zip_longest(*plans) for r in turn if r is not None]
     except (DocumentError, ValueError) as error:
         raise _fail(str(error)) from None
     estimate = syn.estimate(requests, settings)
@@ -580,7 +586,7 @@ def synth(
         from longscan.training.data import evaluation_fingerprints
 
         try:
-            fingerprints = evaluation_fingerprints()
+            fingerprints = evaluation_fingerprints(corpus=True)
         except FileNotFoundError as error:
             raise _fail(f"{error}; pass --no-decontaminate to skip the check") from None
     with ExitStack() as stack:
@@ -597,10 +603,17 @@ def synth(
             raise _fail(f"synth needs an LLM. {HOW_TO_ADD_AN_LLM}")
         client = LLMClient(settings_llm)
         stats = syn.SynthStats()
+        counts = out.with_name(out.name + ".stats.json")
+
+        def save_counts(now: syn.SynthStats) -> None:
+            counts.write_text(json.dumps(now.as_dict(), indent=1) + "\n", encoding="utf-8")
+
         try:
-            written = syn.write_examples(
-                syn.generate(client, requests, settings, stats, fingerprints), out
+            examples = syn.generate(
+                client, requests, settings, stats, fingerprints, after_each=save_counts
             )
+            written = syn.write_examples(examples, out)
+            save_counts(stats)
         except LLMError as error:
             raise _fail(f"{error} (rerun to resume: finished calls are cached)") from None
     console.print_json(
@@ -789,6 +802,31 @@ def bank_search(
                 Text.assemble("    ", (f"chars {item.start}–{item.end}", "dim"), f" {text}"),
                 highlight=False,
             )
+
+
+@app.command(name="synth-pack")
+def synth_pack(
+    examples: Annotated[Path, typer.Argument(help="JSONL written by `longscan synth`.")],
+    out: Annotated[Path, typer.Option(help="Packed JSONL to write (no document text).")],
+    sources: Annotated[
+        Path | None,
+        typer.Option(help="Folder holding the examples' source files (default: train-docs/)."),
+    ] = None,
+) -> None:
+    """Pack synthetic examples small enough to commit: each keeps its question, labels and
+    offsets and names its source file and that file's SHA-256 instead of carrying its text;
+    `longscan train --synthetic` reads either form."""
+    from longscan.training import synthetic as syn
+
+    try:
+        folder = sources or syn.train_docs()
+        packed = syn.pack_examples(syn.read_examples(examples), folder)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in packed), "utf-8")
+        syn.read_examples(out, folder)  # what was written reads back, labels and all
+    except (FileNotFoundError, ValueError) as error:
+        raise _fail(str(error)) from None
+    console.print(f"packed {len(packed)} examples into {out}", highlight=False)
 
 
 @app.command(name="llm-serve")

@@ -65,9 +65,18 @@ def _sentences_of(text: str) -> list[str]:
     return Document("paragraph", text).sentence_texts()
 
 
-def evaluation_fingerprints(data_dir: str | None = None) -> set[bytes]:
-    """Sentences of every development and benchmark document, for decontamination."""
+def evaluation_fingerprints(data_dir: str | None = None, corpus: bool = False) -> set[bytes]:
+    """Sentences of every development and benchmark document, for decontamination; with
+    ``corpus``, also of every file under the data's ``corpus/`` (the Loong document set:
+    about 88 MB, a minute to segment), which synthetic examples over filings must not
+    share: their standard wording recurs across filings."""
     texts: list[str] = []
+    if corpus:
+        from longscan.bench.datasets import data_path
+
+        files = sorted(p for p in data_path("corpus", data_dir).rglob("*") if p.is_file())
+        for path in tqdm(files, desc="corpus sentences", leave=False):
+            texts.extend(Document(path.name, path.read_text("utf-8", "replace")).sentence_texts())
     for article in squad_articles("dev", data_dir=data_dir):
         for paragraph in article.paragraphs:
             texts.extend(_sentences_of(paragraph.context))

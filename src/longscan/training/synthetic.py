@@ -18,10 +18,11 @@ resumes without repeating a call, and ``plan`` estimates calls and tokens before
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +33,7 @@ from tqdm.auto import tqdm
 from longscan.answering.llm import Completion, LLMClient, LLMError
 from longscan.answering.prompts import SYNTH_CHUNK, SYNTH_LINKS, SYNTH_TWO_CHUNKS, Prompt
 from longscan.answering.tokens import count_each, count_tokens
-from longscan.documents import Document
+from longscan.documents import Document, read_file
 from longscan.training.data import contamination
 
 Strategy = Literal["chunk", "pair", "link"]
@@ -426,10 +427,15 @@ def generate(
     stats: SynthStats,
     fingerprints: set[bytes] | None = None,
     threshold: float = 0.01,
+    after_each: Callable[[SynthStats], None] | None = None,
 ) -> Iterator[SyntheticExample]:
-    """Call the LLM for each planned request, validate, cut, decontaminate; yield examples."""
+    """Call the LLM for each planned request, validate, cut, decontaminate; yield examples.
+    ``after_each`` sees the counts before every request after the first (a run of hours
+    can be stopped at any point and its counts are on disk)."""
     rng = random.Random(f"{settings.seed}/spans")
     for number, request in enumerate(tqdm(requests, desc="synthesising", leave=False)):
+        if after_each is not None and number:
+            after_each(stats)
         strategy = request.strategy
         stats.attempts[strategy] += 1
         messages = request.prompt.messages(**request.fields)
@@ -503,32 +509,96 @@ def chunk_vectors(sources: Sequence[SourceDocument]) -> list[np.ndarray]:
 
 
 def write_examples(examples: Iterator[SyntheticExample], path: Path) -> int:
-    """Stream examples to a JSONL file (the format ``longscan train --synthetic`` reads)."""
+    """Stream examples to a JSONL file (the format ``longscan train --synthetic`` reads), a
+    line at a time, so a run stopped early keeps what it wrote."""
     path.parent.mkdir(parents=True, exist_ok=True)
     written = 0
     with path.open("w", encoding="utf-8") as out:
         for example in examples:
             out.write(example.to_json() + "\n")
+            out.flush()
             written += 1
     return written
 
 
-def read_examples(path: Path) -> list[SyntheticExample]:
+def read_examples(path: Path, sources: Path | None = None) -> list[SyntheticExample]:
     """Examples from a JSONL file, each checked: labels must be sentences of its text.
 
+    Packed lines (``pack_examples``) carry no text; it is read back from ``sources`` (default:
+    the reference data's ``train-docs/``) and must hash as it did when packed.
+
     Raises:
-        ValueError: a line that is not an example, or a label that is not a sentence.
+        ValueError: a line that is not an example, a packed line whose source is missing or
+            changed, or a label that is not a sentence.
     """
     examples = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            example = SyntheticExample.from_json(line)
-        except (json.JSONDecodeError, TypeError, KeyError) as error:
+            raw = json.loads(line)
+            if "source" in raw and "text" not in raw:
+                raw = _unpack(raw, sources or train_docs())
+            example = SyntheticExample.from_json(json.dumps(raw))
+        except (json.JSONDecodeError, TypeError, KeyError, ValueError) as error:
             raise ValueError(f"{path}:{number}: not a synthetic example ({error})") from None
         own = {(int(a), int(b)) for a, b in Document("x", example.text).sentences}
         if not example.labels or not set(example.labels) <= own:
             raise ValueError(f"{path}:{number}: a label is not a sentence of the example's text")
         examples.append(example)
     return examples
+
+
+def train_docs() -> Path:
+    """The reference data's training documents."""
+    from longscan.bench.datasets import data_path
+
+    return data_path("train-docs")
+
+
+def _text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def pack_examples(examples: Sequence[SyntheticExample], sources: Path) -> list[dict[str, Any]]:
+    """Examples without their text, for a data file small enough to commit: each names its
+    source file (relative to ``sources``), the span's offsets and the source text's SHA-256,
+    so ``read_examples`` rebuilds exactly the text that was labelled, or refuses.
+
+    Raises:
+        ValueError: a source is not found under ``sources`` exactly once, or its text does
+            not hold the example's text at ``source_start``.
+    """
+    by_name: dict[str, list[Path]] = {}
+    for file in sources.rglob("*"):
+        by_name.setdefault(file.name, []).append(file)
+    texts: dict[str, tuple[str, str]] = {}
+    packed = []
+    for example in examples:
+        if example.source_id not in texts:
+            found = [f for f in by_name.get(Path(example.source_id).name, [])
+                     if f.as_posix().endswith(Path(example.source_id).as_posix())]  # fmt: skip
+            if len(found) != 1:
+                raise ValueError(f"{example.source_id}: found {len(found)} times under {sources}")
+            text = read_file(found[0]).text
+            texts[example.source_id] = (found[0].relative_to(sources).as_posix(), text)
+        relative, text = texts[example.source_id]
+        end = example.source_start + len(example.text)
+        if text[example.source_start : end] != example.text:
+            raise ValueError(f"{example.id}: {relative} does not hold its text")
+        raw = asdict(example)
+        del raw["text"], raw["source_id"]
+        packed.append(
+            {**raw, "source": relative, "source_end": end, "source_sha256": _text_sha256(text)}
+        )
+    return packed
+
+
+def _unpack(raw: dict[str, Any], sources: Path) -> dict[str, Any]:
+    """A packed line with its text read back from ``sources``."""
+    text = read_file(sources / raw["source"]).text
+    if _text_sha256(text) != raw["source_sha256"]:
+        raise ValueError(f"{raw['source']} has changed since the example was written")
+    rest = {k: v for k, v in raw.items() if k not in ("source", "source_end", "source_sha256")}
+    start, end = int(raw["source_start"]), int(raw["source_end"])
+    return {**rest, "text": text[start:end], "source_id": raw["source"]}

@@ -235,3 +235,42 @@ def test_a_refused_request_is_a_counted_drop_but_an_outage_stops_the_run(
         list(
             syn.generate(down, syn.plan([source], "chunk", 2, SETTINGS), SETTINGS, syn.SynthStats())
         )
+
+
+def test_counts_are_handed_out_as_the_run_goes(scripted, source: syn.SourceDocument) -> None:
+    _, client = scripted([(200, completion_body('{"question": "Who?", "relevant": [0]}'), 0)])
+    seen: list[dict] = []
+    stats = syn.SynthStats()
+    requests = syn.plan([source], "chunk", 3, SETTINGS)
+    save = lambda now: seen.append(now.as_dict())  # noqa: E731
+    assert not list(syn.generate(client, requests, SETTINGS, stats, after_each=save))
+    assert [s["chunk"]["dropped"] for s in seen] == [{"no question": 1}, {"no question": 2}]
+
+
+def test_packed_examples_read_back_the_labelled_text_of_a_real_filing(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """A committed data file carries offsets and hashes, not text: reading it rebuilds the
+    exact example from ``train-docs/``, and a changed source file is refused."""
+    from longscan.documents import read_file
+
+    folder = data_dir / "train-docs"
+    path = sorted((folder / "sec-full-filings").glob("*.txt"))[0]
+    source = syn.SourceDocument(read_file(path, doc_id=path.name), SETTINGS.chunk_sentences)
+    request = syn.plan([source], "chunk", 1, SETTINGS)[0]
+    example = syn.build_example(request, [[0, 2]], "What does the filing say?", random.Random(0),
+                                SETTINGS, 0)  # fmt: skip
+    assert example is not None
+    packed = syn.pack_examples([example], folder)
+    assert "text" not in packed[0] and packed[0]["source"] == f"sec-full-filings/{path.name}"
+    file = tmp_path / "packed.jsonl"
+    file.write_text(json.dumps(packed[0]) + "\n", encoding="utf-8")
+    (again,) = syn.read_examples(file, folder)
+    assert (again.text, again.labels, again.question) == (
+        example.text, example.labels, example.question
+    )  # fmt: skip
+    changed = tmp_path / "docs" / "sec-full-filings"
+    changed.mkdir(parents=True)
+    (changed / path.name).write_text(read_file(path).text.replace(" the ", " a ", 1), "utf-8")
+    with pytest.raises(ValueError, match="has changed since the example was written"):
+        syn.read_examples(file, tmp_path / "docs")
