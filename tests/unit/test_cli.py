@@ -153,6 +153,7 @@ def test_errors_print_whole_on_one_line_at_80_columns(tmp_path: Path, command) -
 def test_llm_serve_help_names_the_extra() -> None:
     result = runner.invoke(app, ["llm-serve", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0 and "needs the [local-llm] extra" in result.output
+    assert "needs [question-writer]" in result.output
 
 
 # ------------------------------------------------------------------ llm-serve and signals
