@@ -84,6 +84,13 @@ class Document:
         """Paragraph index of every sentence, ``(n,)`` int64."""
         return self._segmentation[2]
 
+    @cached_property
+    def row_context(self) -> dict[int, tuple[int, ...]]:
+        """Table rows' context units (title, column header, group label): ``tables``."""
+        from longscan.tables import row_context
+
+        return row_context(self)
+
     def chunks(self, words_per_chunk: int = 300) -> np.ndarray:
         """Fixed word-count chunks, ``(m, 2)`` int64 spans."""
         return word_chunks(self.text, self.sentences, words_per_chunk)

@@ -43,7 +43,9 @@ MAX_CONTEXT_WORDS = 40  # the context words read beside a sentence (paragraph le
 
 def sentence_in_context(document: Document, index: int) -> str:
     """Sentence ``index`` followed by what it needs to be understood alone: the first
-    sentence of its paragraph (often the only one naming the subject) and the one before it.
+    sentence of its paragraph (often the only one naming the subject) and the one before it;
+    for a table row on a line of its own, the table's title, column header and row group
+    (``longscan.tables``).
 
     The sentence comes first, so truncation cuts context, never the sentence.
     """
@@ -59,6 +61,8 @@ def sentence_in_context(document: Document, index: int) -> str:
         context.append(first)
     if index - 1 > first:
         context.append(index - 1)
+    if not context:  # a line of its own: a table row reads with its title and header
+        context = list(document.row_context.get(index, ()))
     if not context:
         return sentence
     words = " ".join(document.text[spans[i, 0] : spans[i, 1]] for i in context).split()

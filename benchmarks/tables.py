@@ -1,0 +1,122 @@
+"""How filings are cut into units, and whether table context helps the cross-encoder read rows.
+
+    python benchmarks/tables.py [--data-dir ../shared/data] [--probes 300] [--seed 0]
+
+Part 1 counts, per folder, the units the segmenter makes: terse lines (12 words or fewer),
+table rows (``longscan.tables.is_row``), rows that are a paragraph of their own (so they had
+no paragraph context before), rows that now find a title, header or group label, and units
+holding a line break.
+
+Part 2 is a probe of row reading built from the training filings (never from ``corpus/``).
+It takes rows whose label (the words before the first figure, such as "Services") occurs in
+two or more row groups of the same filing ("Net sales:" and "Cost of sales:"). The question is
+"What was the <group> for <label>?". The candidates are every row of that filing with that
+label. Top-1 is counted with each row read alone and with its table context
+(``sentence_in_context``). The questions come from a template, so this is a diagnostic of one
+skill, not a benchmark of answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from longscan.documents import Document, read_file
+from longscan.rerankers.cross_encoder import get_reranker, sentence_in_context
+from longscan.tables import is_row, row_label
+
+FOLDERS = ("train-docs/sec-full-filings", "train-docs/cuad", "corpus/loong-docs/financial")
+
+
+def units_table(data_dir: Path) -> None:
+    print("| folder | files | units | terse (≤ 12 words) | table rows | rows alone in their "
+          "paragraph | rows with context | units with a line break |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for folder in FOLDERS:
+        files = sorted((data_dir / folder).glob("*.txt"))
+        count: Counter[str] = Counter()
+        for path in tqdm(files, desc=folder, leave=False):
+            document = read_file(path)
+            texts = document.sentence_texts()
+            sizes = np.bincount(document.sentence_paragraph)
+            rows = [i for i, text in enumerate(texts) if is_row(text)]
+            count["units"] += len(texts)
+            count["terse"] += sum(len(text.split()) <= 12 for text in texts)
+            count["rows"] += len(rows)
+            count["alone"] += sum(int(sizes[document.sentence_paragraph[i]] == 1) for i in rows)
+            count["context"] += len(document.row_context)
+            count["breaks"] += sum("\n" in text for text in texts)
+        units, rows = count["units"], max(count["rows"], 1)
+        print(
+            f"| {folder} | {len(files)} | {units:,} | {count['terse'] / units:.1%} "
+            f"| {count['rows']:,} ({count['rows'] / units:.1%}) | {count['alone'] / rows:.1%} "
+            f"| {count['context'] / rows:.1%} | {count['breaks'] / units:.1%} |"
+        )
+
+
+def probes(document: Document) -> list[tuple[str, list[int], int]]:
+    """(question, candidate rows, the right row) for labels found under two or more groups."""
+    texts = document.sentence_texts()
+    by_label: dict[str, list[tuple[int, str]]] = {}
+    for row, lines in document.row_context.items():
+        group = texts[lines[-1]].rstrip()
+        label = row_label(texts[row])
+        if group.endswith(":") and 1 <= len(label.split()) <= 6:
+            by_label.setdefault(label, []).append((row, group[:-1].strip()))
+    found = []
+    for label, rows in by_label.items():
+        groups = Counter(group.lower() for _, group in rows)
+        if len(groups) < 2:
+            continue
+        candidates = [row for row, _ in rows]
+        for row, group in rows:
+            if groups[group.lower()] == 1:  # the question names exactly one of the rows
+                found.append((f"What was the {group.lower()} for {label}?", candidates, row))
+    return found
+
+
+def row_reading(data_dir: Path, limit: int, seed: int) -> None:
+    files = sorted((data_dir / "train-docs" / "sec-full-filings").glob("*.txt"))
+    every = []
+    for path in tqdm(files, desc="probes", leave=False):
+        document = read_file(path)
+        every.extend((document, *probe) for probe in probes(document))
+    chosen = random.Random(seed).sample(every, min(limit, len(every)))
+    reranker = get_reranker()
+    right = Counter()
+    for document, question, candidates, answer in tqdm(chosen, desc="reading", leave=False):
+        texts = document.sentence_texts()
+        for name, passages in (
+            ("alone", [texts[i] for i in candidates]),
+            ("with table context", [sentence_in_context(document, i) for i in candidates]),
+        ):
+            scores = reranker.score(question, passages)
+            right[name] += candidates[int(np.argmax(scores))] == answer
+    sizes = [len(c) for _, _, c, _ in chosen]
+    chance = np.mean([1 / size for size in sizes])
+    print(
+        f"\n{len(chosen)} probes from {len(files)} filings (of {len(every)}), "
+        f"{np.mean(sizes):.1f} candidate rows each (chance {chance:.2f})"
+    )
+    print("\n| row read | top-1 right |\n|---|---:|")
+    for name in ("alone", "with table context"):
+        print(f"| {name} | {right[name] / len(chosen):.3f} ({right[name]} of {len(chosen)}) |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--probes", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    units_table(args.data_dir)
+    row_reading(args.data_dir, args.probes, args.seed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""Table rows of a real filing: they stay units with exact offsets, and each finds the lines
+that say what it means (title, column header, row group) among the units above it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from longscan.documents import Document, read_file
+from longscan.rerankers.cross_encoder import sentence_in_context
+from longscan.tables import is_column_header, is_label, is_row, row_context
+
+
+@pytest.fixture(scope="module")
+def filing(data_dir: Path) -> Document:
+    return read_file(data_dir / "train-docs" / "sec-full-filings" / "aapl_aapl-10-q-2025-08-01.txt")
+
+
+def test_rows_keep_exact_offsets_and_their_context_lies_above(filing: Document) -> None:
+    texts = filing.sentence_texts()
+    context = row_context(filing)
+    assert len(context) > 50
+    for row, lines in context.items():
+        start, end = filing.sentences[row]
+        assert filing.text[start:end] == texts[row] and is_row(texts[row])
+        assert all(0 <= line < row for line in lines) and list(lines) == sorted(set(lines))
+
+
+def test_a_cost_row_reads_with_its_statement_its_quarters_and_its_group(
+    filing: Document,
+) -> None:
+    texts = filing.sentence_texts()
+    row = next(i for i, t in enumerate(texts) if t.startswith("Services 6,698 6,296"))
+    lines = [texts[i] for i in row_context(filing)[row]]
+    assert lines[0].startswith("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS")
+    assert any(is_column_header(line) and "2025" in line for line in lines)
+    assert lines[-1] == "Cost of sales:"  # not "Net sales:", the group above it
+    passage = sentence_in_context(filing, row)
+    assert passage.startswith(texts[row] + " [SEP] CONDENSED") and "Cost of sales:" in passage
+
+
+def test_prose_is_neither_row_nor_label() -> None:
+    prose = "Net sales rose in the quarter, driven by higher Services revenue of $27.4 billion."
+    assert not is_row(prose) and not is_label(prose)
+    assert not is_row("It grew again in 2024 and 2025, by 3% and 4%.")
+    assert is_row("Gross margin 43,718 39,678 146,860 136,804") and is_label("Net sales:")
+    document = Document("d", "Revenue grew.\n\nIt grew again in 2024 and 2025, by 3% and 4%.")
+    assert row_context(document) == {}
