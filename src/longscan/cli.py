@@ -815,12 +815,19 @@ def synth_pack(
 ) -> None:
     """Pack synthetic examples small enough to commit: each keeps its question, labels and
     offsets and names its source file and that file's SHA-256 instead of carrying its text;
-    `longscan train --synthetic` reads either form."""
+    `longscan train --synthetic` reads either form. A file that a run is still writing is
+    read up to its last whole line."""
+    import tempfile
+
     from longscan.training import synthetic as syn
 
     try:
         folder = sources or syn.train_docs()
-        packed = syn.pack_examples(syn.read_examples(examples), folder)
+        text = examples.read_text(encoding="utf-8")
+        with tempfile.TemporaryDirectory() as scratch:  # a run still writing: whole lines only
+            complete = Path(scratch) / "complete.jsonl"
+            complete.write_text(text[: text.rfind("\n") + 1], encoding="utf-8")
+            packed = syn.pack_examples(syn.read_examples(complete), folder)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in packed), "utf-8")
         syn.read_examples(out, folder)  # what was written reads back, labels and all

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -188,10 +189,17 @@ def _parse(text: str) -> dict[str, Any]:
     return reply
 
 
+# A user asks about a document, never about "both passages" or "chunk 3": a question naming
+# the prompt's own framing cannot be asked of the long document it is trained on.
+_PROMPT_FRAMING = re.compile(r"\b(passages?|chunks?|numbered sentences?)\b", re.IGNORECASE)
+
+
 def _question(reply: dict[str, Any]) -> str:
     question = reply.get("question")
     if not isinstance(question, str) or len(question.split()) < 3 or "?" not in question:
         raise InvalidReply("no question")
+    if _PROMPT_FRAMING.search(question):
+        raise InvalidReply("question names the prompt's passages")
     return " ".join(question.split())
 
 

@@ -33,6 +33,7 @@ def source(novel: Document) -> syn.SourceDocument:
         ("not json", "not JSON"),
         ("[1, 2]", "not a JSON object"),
         ('{"question": "Why?", "relevant": [1]}', "no question"),
+        ('{"question": "Which firms appear in both passages?", "relevant": [1]}', "passages"),
         ('{"question": "Who is the Hatter here?", "relevant": []}', "no relevant"),
         ('{"question": "Who is the Hatter here?", "relevant": [7]}', "out of range"),
         ('{"question": "Who is the Hatter here?", "relevant": [true]}', "non-integer"),
