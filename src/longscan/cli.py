@@ -806,7 +806,9 @@ def bank_search(
 
 @app.command(name="synth-pack")
 def synth_pack(
-    examples: Annotated[Path, typer.Argument(help="JSONL written by `longscan synth`.")],
+    examples: Annotated[
+        list[Path], typer.Argument(help="JSONL files written by `longscan synth`.")
+    ],
     out: Annotated[Path, typer.Option(help="Packed JSONL to write (no document text).")],
     sources: Annotated[
         Path | None,
@@ -815,19 +817,27 @@ def synth_pack(
 ) -> None:
     """Pack synthetic examples small enough to commit: each keeps its question, labels and
     offsets and names its source file and that file's SHA-256 instead of carrying its text;
-    `longscan train --synthetic` reads either form. A file that a run is still writing is
-    read up to its last whole line."""
+    `longscan train --synthetic` reads either form. Files that a run is still writing are
+    read up to their last whole line; ids must be unique across the files (runs with
+    different seeds have different ids)."""
     import tempfile
 
     from longscan.training import synthetic as syn
 
     try:
         folder = sources or syn.train_docs()
-        text = examples.read_text(encoding="utf-8")
-        with tempfile.TemporaryDirectory() as scratch:  # a run still writing: whole lines only
+        whole = ""
+        for file in examples:
+            text = file.read_text(encoding="utf-8")
+            whole += text[: text.rfind("\n") + 1]  # a run still writing: whole lines only
+        with tempfile.TemporaryDirectory() as scratch:
             complete = Path(scratch) / "complete.jsonl"
-            complete.write_text(text[: text.rfind("\n") + 1], encoding="utf-8")
-            packed = syn.pack_examples(syn.read_examples(complete), folder)
+            complete.write_text(whole, encoding="utf-8")
+            read = syn.read_examples(complete)
+        ids = [example.id for example in read]
+        if len(set(ids)) != len(ids):
+            raise ValueError("the files share example ids: were two runs given the same seed?")
+        packed = syn.pack_examples(read, folder)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in packed), "utf-8")
         syn.read_examples(out, folder)  # what was written reads back, labels and all

@@ -275,3 +275,35 @@ def test_packed_examples_read_back_the_labelled_text_of_a_real_filing(
     (changed / path.name).write_text(read_file(path).text.replace(" the ", " a ", 1), "utf-8")
     with pytest.raises(ValueError, match="has changed since the example was written"):
         syn.read_examples(file, tmp_path / "docs")
+
+
+def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """Two runs' files (one still being written: a half line at its end) pack into one file
+    that reads back; the same ids twice (two runs with one seed) are refused."""
+    from dataclasses import replace
+
+    from typer.testing import CliRunner
+
+    from longscan.cli import app
+    from longscan.documents import read_file
+
+    folder = data_dir / "train-docs"
+    path = sorted((folder / "cuad").glob("*.txt"))[0]
+    source = syn.SourceDocument(read_file(path, doc_id=path.name), SETTINGS.chunk_sentences)
+    request = syn.plan([source], "chunk", 1, SETTINGS)[0]
+    example = syn.build_example(request, [[1]], "What does the contract say?", random.Random(0),
+                                SETTINGS, 0)  # fmt: skip
+    assert example is not None
+    first, second = tmp_path / "seed0.jsonl", tmp_path / "seed1.jsonl"
+    first.write_text(example.to_json() + "\n" + example.to_json()[:100], encoding="utf-8")
+    second.write_text(replace(example, id="chunk-1-0").to_json() + "\n", encoding="utf-8")
+    out = tmp_path / "packed.jsonl"
+    runner = CliRunner()
+    args = ["synth-pack", str(first), str(second), "--out", str(out), "--sources", str(folder)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert [e.id for e in syn.read_examples(out, folder)] == ["chunk-0-0", "chunk-1-0"]
+    same = runner.invoke(app, [*args[:2], str(first), *args[3:]])
+    assert same.exit_code == 2 and "share example ids" in same.output
