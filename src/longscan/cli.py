@@ -820,20 +820,15 @@ def synth_pack(
     `longscan train --synthetic` reads either form. Files that a run is still writing are
     read up to their last whole line; ids must be unique across the files (runs with
     different seeds have different ids)."""
-    import tempfile
-
     from longscan.training import synthetic as syn
 
     try:
         folder = sources or syn.train_docs()
-        whole = ""
+        read = []
         for file in examples:
             text = file.read_text(encoding="utf-8")
-            whole += text[: text.rfind("\n") + 1]  # a run still writing: whole lines only
-        with tempfile.TemporaryDirectory() as scratch:
-            complete = Path(scratch) / "complete.jsonl"
-            complete.write_text(whole, encoding="utf-8")
-            read = syn.read_examples(complete)
+            # a run still writing: whole lines only
+            read += syn.parse_examples(text[: text.rfind("\n") + 1], str(file))
         ids = [example.id for example in read]
         if len(set(ids)) != len(ids):
             raise ValueError("the files share example ids: were two runs given the same seed?")

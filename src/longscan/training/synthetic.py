@@ -18,7 +18,6 @@ resumes without repeating a call, and ``plan`` estimates calls and tokens before
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -75,10 +74,12 @@ class SyntheticExample:
 
     @classmethod
     def from_json(cls, line: str) -> SyntheticExample:
-        raw = json.loads(line)
-        raw["labels"] = [tuple(x) for x in raw["labels"]]
-        raw["chunks"] = [tuple(x) for x in raw["chunks"]]
-        return cls(**raw)
+        return cls.from_dict(json.loads(line))
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> SyntheticExample:
+        labels = [tuple(x) for x in raw["labels"]]
+        return cls(**{**raw, "labels": labels, "chunks": [tuple(x) for x in raw["chunks"]]})
 
 
 @dataclass
@@ -530,7 +531,13 @@ def write_examples(examples: Iterator[SyntheticExample], path: Path) -> int:
 
 
 def read_examples(path: Path, sources: Path | None = None) -> list[SyntheticExample]:
-    """Examples from a JSONL file, each checked: labels must be sentences of its text.
+    """Examples from a JSONL file: ``parse_examples`` of its text."""
+    return parse_examples(path.read_text(encoding="utf-8"), str(path), sources)
+
+
+def parse_examples(text: str, origin: str, sources: Path | None = None) -> list[SyntheticExample]:
+    """Examples from JSONL ``text`` (``origin`` names it in errors), each checked: labels
+    must be sentences of its text.
 
     Packed lines (``pack_examples``) carry no text; it is read back from ``sources`` (default:
     the reference data's ``train-docs/``) and must hash as it did when packed.
@@ -540,19 +547,19 @@ def read_examples(path: Path, sources: Path | None = None) -> list[SyntheticExam
             changed, or a label that is not a sentence.
     """
     examples = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             raw = json.loads(line)
             if "source" in raw and "text" not in raw:
                 raw = _unpack(raw, sources or train_docs())
-            example = SyntheticExample.from_json(json.dumps(raw))
+            example = SyntheticExample.from_dict(raw)
         except (json.JSONDecodeError, TypeError, KeyError, ValueError) as error:
-            raise ValueError(f"{path}:{number}: not a synthetic example ({error})") from None
+            raise ValueError(f"{origin}:{number}: not a synthetic example ({error})") from None
         own = {(int(a), int(b)) for a, b in Document("x", example.text).sentences}
         if not example.labels or not set(example.labels) <= own:
-            raise ValueError(f"{path}:{number}: a label is not a sentence of the example's text")
+            raise ValueError(f"{origin}:{number}: a label is not a sentence of the example's text")
         examples.append(example)
     return examples
 
@@ -562,10 +569,6 @@ def train_docs() -> Path:
     from longscan.bench.datasets import data_path
 
     return data_path("train-docs")
-
-
-def _text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def pack_examples(examples: Sequence[SyntheticExample], sources: Path) -> list[dict[str, Any]]:
@@ -580,33 +583,33 @@ def pack_examples(examples: Sequence[SyntheticExample], sources: Path) -> list[d
     by_name: dict[str, list[Path]] = {}
     for file in sources.rglob("*"):
         by_name.setdefault(file.name, []).append(file)
-    texts: dict[str, tuple[str, str]] = {}
+    read: dict[str, tuple[str, Document]] = {}
     packed = []
     for example in examples:
-        if example.source_id not in texts:
+        if example.source_id not in read:
             found = [f for f in by_name.get(Path(example.source_id).name, [])
                      if f.as_posix().endswith(Path(example.source_id).as_posix())]  # fmt: skip
             if len(found) != 1:
                 raise ValueError(f"{example.source_id}: found {len(found)} times under {sources}")
-            text = read_file(found[0]).text
-            texts[example.source_id] = (found[0].relative_to(sources).as_posix(), text)
-        relative, text = texts[example.source_id]
+            relative = found[0].relative_to(sources).as_posix()
+            read[example.source_id] = (relative, read_file(found[0]))
+        relative, source = read[example.source_id]
         end = example.source_start + len(example.text)
-        if text[example.source_start : end] != example.text:
+        if source.text[example.source_start : end] != example.text:
             raise ValueError(f"{example.id}: {relative} does not hold its text")
         raw = asdict(example)
         del raw["text"], raw["source_id"]
         packed.append(
-            {**raw, "source": relative, "source_end": end, "source_sha256": _text_sha256(text)}
+            {**raw, "source": relative, "source_end": end, "source_sha256": source.content_hash}
         )
     return packed
 
 
 def _unpack(raw: dict[str, Any], sources: Path) -> dict[str, Any]:
     """A packed line with its text read back from ``sources``."""
-    text = read_file(sources / raw["source"]).text
-    if _text_sha256(text) != raw["source_sha256"]:
+    source = read_file(sources / raw["source"])
+    if source.content_hash != raw["source_sha256"]:
         raise ValueError(f"{raw['source']} has changed since the example was written")
     rest = {k: v for k, v in raw.items() if k not in ("source", "source_end", "source_sha256")}
     start, end = int(raw["source_start"]), int(raw["source_end"])
-    return {**rest, "text": text[start:end], "source_id": raw["source"]}
+    return {**rest, "text": source.text[start:end], "source_id": raw["source"]}
