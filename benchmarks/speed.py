@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from longscan.devices import PRECISION_VARIABLE
 from longscan.retrievers import BASELINES
 
 CHILD = r"""
@@ -100,7 +101,11 @@ def measure(
             "PATH": "/usr/bin:/bin",
             "HOME": str(Path.home()),
             "MALLOC_ARENA_MAX": "2",
-            **{k: v for k, v in os.environ.items() if k == "LONGSCAN_PRECISION"},
+            **(
+                {PRECISION_VARIABLE: os.environ[PRECISION_VARIABLE]}
+                if PRECISION_VARIABLE in os.environ
+                else {}
+            ),  # fmt: skip
         }
         out = subprocess.run(
             [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True

@@ -45,7 +45,7 @@ def row_label(text: str) -> str:
     """The words of a row before its first figure ("Services" of "Services 6,698 6,296")."""
     words = []
     for word in text.split():
-        if _FIGURE.match(word) or word in "$€£":
+        if _FIGURE.match(word) or word in ("$", "€", "£"):
             break
         words.append(word)
     return " ".join(words)
@@ -74,23 +74,23 @@ def row_context(document: Document) -> dict[int, tuple[int, ...]]:
     "Three Months Ended") and the row's group label (a label ending in ``:`` below the
     header). Rows with none of these are left out."""
     texts = document.sentence_texts()
+    rows = [is_row(text) for text in texts]  # each unit classified once, not once per row
+    labels = [is_label(text) for text in texts]
+    headers = [is_column_header(text) for text in texts]
     context: dict[int, tuple[int, ...]] = {}
-    for index, text in enumerate(texts):
-        if not is_row(text):
-            continue
+    for index in (i for i, row in enumerate(rows) if row):
         header: list[int] = []
         group = title = None
         above = index - 1
         while above >= max(index - LOOK_BACK, 0):
-            line = texts[above].rstrip()
-            if not header and is_column_header(line):
+            if not header and headers[above]:
                 header.append(above)
-                while above > 0 and len(header) < 3 and is_label(texts[above - 1]):
+                while above > 0 and len(header) < 3 and labels[above - 1]:
                     above -= 1
                     header.append(above)
-            elif is_label(line) and line.endswith(":"):
+            elif labels[above] and texts[above].endswith(":"):
                 group = above if group is None and not header else group
-            elif is_label(line):
+            elif labels[above]:
                 title = above
                 break
             above -= 1

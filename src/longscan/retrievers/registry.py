@@ -55,7 +55,7 @@ _CHECKPOINT_KINDS: dict[str, tuple[str, bool]] = {
 BASELINES = tuple(_FACTORIES)
 _FACTORIES["scanner"] = _scanner
 _FACTORIES["scanner-sliding"] = lambda: _scanner(mode="sliding")
-# the scan's best re-scored by the cross-encoder (opt-in: a re-query costs 2.5-2.8x)
+# the scan's best re-scored by the cross-encoder (opt-in: a re-query costs about 1.9x)
 _FACTORIES["scanner-rerank"] = lambda: _scanner(rescore=True)
 _FACTORIES["rerank"] = _rerank  # the hybrid's 50 best re-scored: what the scan must beat
 DEFAULT_RETRIEVER = "scanner"

@@ -33,7 +33,7 @@ from longscan.bench.builders import (
 )
 from longscan.bench.datasets import MultiHopParagraph
 from longscan.bench.items import QAItem
-from longscan.documents import Document
+from longscan.documents import Document, read_file
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
@@ -76,7 +76,7 @@ def evaluation_fingerprints(data_dir: str | None = None, corpus: bool = False) -
 
         files = sorted(p for p in data_path("corpus", data_dir).rglob("*") if p.is_file())
         for path in tqdm(files, desc="corpus sentences", leave=False):
-            texts.extend(Document(path.name, path.read_text("utf-8", "replace")).sentence_texts())
+            texts.extend(read_file(path).sentence_texts())
     for article in squad_articles("dev", data_dir=data_dir):
         for paragraph in article.paragraphs:
             texts.extend(_sentences_of(paragraph.context))
