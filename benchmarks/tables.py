@@ -27,7 +27,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from longscan.documents import Document, read_file
-from longscan.rerankers.cross_encoder import get_reranker, sentence_in_context
+from longscan.rerankers.cross_encoder import get_reranker
 from longscan.tables import is_row, row_label
 
 FOLDERS = ("train-docs/sec-full-filings", "train-docs/cuad", "corpus/loong-docs/financial")
@@ -93,7 +93,7 @@ def row_reading(data_dir: Path, limit: int, seed: int) -> None:
         texts = document.sentence_texts()
         for name, passages in (
             ("alone", [texts[i] for i in candidates]),
-            ("with table context", [sentence_in_context(document, i) for i in candidates]),
+            ("with table context", [reranker.passage(document, i) for i in candidates]),
         ):
             scores = reranker.score(question, passages)
             right[name] += candidates[int(np.argmax(scores))] == answer

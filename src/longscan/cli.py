@@ -456,7 +456,6 @@ def train_reranker_command(
     _setup_logging(verbose)
     import torch
 
-    from longscan.encoders.adapter import AdapterConfig
     from longscan.training.reranker import MiningConfig, TrainConfig, run_reranker_training
 
     torch.set_num_threads(threads)
@@ -467,7 +466,7 @@ def train_reranker_command(
             out,
             sources,
             MiningConfig(),
-            TrainConfig(epochs, batch_size, lr, seed=seed, adapter=AdapterConfig()),
+            TrainConfig(epochs, batch_size, lr, seed=seed),
             pairs_cache=pairs_cache,
         )
     except (ValueError, FileNotFoundError, ImportError) as error:

@@ -91,6 +91,13 @@ class Document:
 
         return row_context(self)
 
+    @cached_property
+    def headings(self) -> np.ndarray:
+        """The nearest heading line above every unit, ``(n,)`` (``-1``: none): ``headings``."""
+        from longscan.headings import section_headings
+
+        return section_headings(self)
+
     def chunks(self, words_per_chunk: int = 300) -> np.ndarray:
         """Fixed word-count chunks, ``(m, 2)`` int64 spans."""
         return word_chunks(self.text, self.sentences, words_per_chunk)

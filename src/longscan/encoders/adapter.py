@@ -36,12 +36,16 @@ class AdapterConfig:
         alpha: LoRA scaling numerator (updates are scaled by ``alpha / rank``).
         target_modules: Names of MiniLM's linear layers that carry an update.
         max_length: Word pieces read per input.
+        headings: A cross-encoder's passages carry the heading line a sentence sits under
+            (``sentence_in_context``), as mining writes them; an adapter whose config
+            predates the field was trained without and keeps reading without.
     """
 
     rank: int = 16
     alpha: int = 32
     target_modules: tuple[str, ...] = ("query", "key", "value", "dense")
     max_length: int = 128
+    headings: bool = True
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,11 @@ def read_adapter(directory: str | Path, rebuild: str) -> Adapter:
     try:
         meta = json.loads(config_path.read_text(encoding="utf-8"))
         config = AdapterConfig(
-            **{**meta["adapter"], "target_modules": tuple(meta["adapter"]["target_modules"])}
+            **{
+                "headings": False,  # absent from configs written before headings were read
+                **meta["adapter"],
+                "target_modules": tuple(meta["adapter"]["target_modules"]),
+            }
         )
     except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as error:
         raise AdapterError(f"{config_path}: not an adapter config ({error})") from error

@@ -41,11 +41,12 @@ SCORE_CACHE_SIZE = 4096  # (query, passage) scores kept: re-reads within and acr
 MAX_CONTEXT_WORDS = 40  # the context words read beside a sentence (paragraph lead, previous)
 
 
-def sentence_in_context(document: Document, index: int) -> str:
-    """Sentence ``index`` followed by what it needs to be understood alone: the first
-    sentence of its paragraph (often the only one naming the subject) and the one before it;
-    for a table row on a line of its own, the table's title, column header and row group
-    (``longscan.tables``).
+def sentence_in_context(document: Document, index: int, headings: bool = True) -> str:
+    """Sentence ``index`` followed by what it needs to be understood alone, in document
+    order: the heading it sits under (``longscan.headings``: often the only place naming an
+    article's subject), the first sentence of its paragraph and the one before it; for a
+    table row on a line of its own, the table's title, column header and row group
+    (``longscan.tables``). ``headings`` False reads as adapters trained before headings did.
 
     The sentence comes first, so truncation cuts context, never the sentence.
     """
@@ -53,19 +54,22 @@ def sentence_in_context(document: Document, index: int) -> str:
     paragraph = document.sentence_paragraph
     start, end = (int(v) for v in spans[index])
     sentence = document.text[start:end]
-    context: list[int] = []
+    context: set[int] = set()
     first = index
     while first > 0 and paragraph[first - 1] == paragraph[index]:
         first -= 1
     if first < index:
-        context.append(first)
+        context.add(first)
     if index - 1 > first:
-        context.append(index - 1)
+        context.add(index - 1)
     if not context:  # a line of its own: a table row reads with its title and header
-        context = list(document.row_context.get(index, ()))
+        context.update(document.row_context.get(index, ()))
+    heading = int(document.headings[index]) if headings else -1
+    if heading >= 0:
+        context.add(heading)
     if not context:
         return sentence
-    words = " ".join(document.text[spans[i, 0] : spans[i, 1]] for i in context).split()
+    words = " ".join(document.text[spans[i, 0] : spans[i, 1]] for i in sorted(context)).split()
     return sentence + CONTEXT_SEPARATOR + " ".join(words[:MAX_CONTEXT_WORDS])
 
 
@@ -120,6 +124,11 @@ class CrossEncoderReranker:
         self.bfloat16 = bfloat16
         self.cache_size = SCORE_CACHE_SIZE
         self._scores: OrderedDict[tuple[str, str], float] = OrderedDict()
+
+    def passage(self, document: Document, index: int) -> str:
+        """Sentence ``index`` of ``document`` in context, as this adapter was trained to read
+        it (with or without its heading)."""
+        return sentence_in_context(document, index, headings=self.config.headings)
 
     def score(self, query: str, passages: Sequence[str], batch_size: int = 16) -> np.ndarray:
         """``(len(passages),)`` float32 logits of ``query`` against each passage; pairs read

@@ -25,7 +25,6 @@ from longscan.rerankers.cross_encoder import (
     CrossEncoderReranker,
     get_reranker,
     join_hop,
-    sentence_in_context,
 )
 
 DEFAULT_DEPTH = 20  # round one's candidates: FR@100 is decided by the best four or five
@@ -75,7 +74,7 @@ class TwoRounds:
         positions = SentencePositions(documents)
         order = np.argsort(-ranking, kind="stable")
         candidates = order[: self.depth]
-        scores = self.reranker.score(query, _in_context(positions, candidates))
+        scores = self.reranker.score(query, self._in_context(positions, candidates))
         final = dict(zip(candidates.tolist(), scores.tolist(), strict=True))
         if self.hop_depth and len(candidates) > 1:
             by_score = candidates[np.argsort(-scores, kind="stable")]
@@ -86,7 +85,7 @@ class TwoRounds:
             second = np.array(
                 [i for i in dict.fromkeys([*again.tolist(), *extra.tolist()]) if i != best]
             )
-            read = self.reranker.score(joined, _in_context(positions, second))
+            read = self.reranker.score(joined, self._in_context(positions, second))
             for i, score in zip(second.tolist(), read.tolist(), strict=True):
                 final[i] = max(final.get(i, -np.inf), score)
         chosen = np.array(list(final))
@@ -99,14 +98,13 @@ class TwoRounds:
         result[chosen] = read
         return result
 
+    def _in_context(self, positions: SentencePositions, chosen: np.ndarray) -> list[str]:
+        """The cross-encoder's passages for the sentences at ``chosen``."""
+        return [self.reranker.passage(*positions.locate(int(p))) for p in chosen.tolist()]
+
 
 def shipped_rounds() -> TwoRounds:
     """What ``scanner-rerank`` re-scores with: the packaged adapter, the scan's 20 best plus
     10 second-round BM25 candidates, blended with the scan at weight 1 (BENCHMARKS.md: the
     only weight tried that led the scan alone on both HotpotQA and SQuAD)."""
     return TwoRounds(get_reranker(), blend=1.0)
-
-
-def _in_context(positions: SentencePositions, chosen: np.ndarray) -> list[str]:
-    """The cross-encoder's passages for the sentences at ``chosen``."""
-    return [sentence_in_context(*positions.locate(int(p))) for p in chosen.tolist()]

@@ -148,3 +148,18 @@ def test_bfloat16_reading_keeps_the_float32_scores_and_order(data_dir: Path) -> 
         float32, bfloat16 = exact.score(item.query, passages), fast.score(item.query, passages)
         assert np.abs(float32 - bfloat16).max() < 0.1, (float32, bfloat16)
         assert float32.std() > 0.5  # real spread, so the agreement above means something
+
+
+def test_an_adapter_reads_passages_as_it_was_trained_to(adapter_copy: Path) -> None:
+    text = "A Title\n\nIt opened in 1980. It grew.\n\nIt closed in 2001."
+    document = Document("d", text)
+    trained_with_headings = CrossEncoderReranker.load(adapter_copy)
+    assert trained_with_headings.passage(document, 3) == "It closed in 2001. [SEP] A Title"
+    config = json.loads((adapter_copy / CONFIG_FILE).read_text())
+    del config["adapter"]["headings"]  # as in configs written before headings were read
+    (adapter_copy / CONFIG_FILE).write_text(json.dumps(config))
+    older = CrossEncoderReranker.load(adapter_copy)
+    assert older.passage(document, 3) == "It closed in 2001."
+    assert older.passage(document, 2) == trained_with_headings.passage(document, 2).replace(
+        "A Title ", ""
+    )

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from longscan.documents import Document
+from longscan.rerankers.cross_encoder import sentence_in_context
 from longscan.rerankers.rounds import TwoRounds, standardised
 from longscan.scanning.first_stage import SentenceIndex
 
@@ -27,6 +28,10 @@ class OverlapScorer:
     @staticmethod
     def words(text: str) -> set[str]:
         return {w for w in re.findall(r"[a-z]+", text.lower()) if w not in STOP}
+
+    @staticmethod
+    def passage(document: Document, index: int) -> str:
+        return sentence_in_context(document, index)
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         sentences = [p.split(" [SEP] ")[0] for p in passages]
