@@ -1,7 +1,8 @@
 """The cross-encoder re-scorer against the scanner and the stock baselines (development split).
 
     python benchmarks/reranker.py [--adapter DIR] [--checkpoint DIR] [--items N] \
-        [--part dev|ood|all] [--variants scanner-rerank,...] [--out runs/reranker-eval]
+        [--part dev|ood|all] [--only squad-long,...] [--variants scanner-rerank,...] \
+        [--out runs/reranker-eval]
 
 Every retriever reads the same items. ``scanner`` is the scan alone (the shipped default);
 ``rerank`` is the hybrid's 50 best sentences re-scored in two rounds; ``scanner-rerank`` (as
@@ -109,10 +110,15 @@ def table(benchmark: str, words: int, retrievers: list[str], limit: int | None, 
     return by_metric, items
 
 
-def development(variants: list[str], cap: int | None, out: Path) -> None:
-    """The bars' rows: miss ratios against the best stock baseline, and scan ≥ rerank."""
+def development(
+    variants: list[str], cap: int | None, out: Path, only: list[str] | None = None
+) -> None:
+    """The bars' rows (of the benchmarks named in ``only``, default all): miss ratios
+    against the best stock baseline, and scan ≥ rerank."""
     verdicts, versus_rerank = [], []
     for benchmark, words, default_items, bars in CONFIGS:
+        if only and benchmark not in only:
+            continue
         limit = default_items if cap is None else min(cap, default_items or 10**9)
         scores, _ = table(benchmark, words, ["scanner", *variants, *STOCK], limit, out)
         for metric, bar in bars.items():
@@ -181,6 +187,11 @@ def main() -> None:
         help="dev: the development split's bars; ood: L-Eval and Loong against the scanner",
     )
     parser.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated development benchmarks to run (default: all three)",
+    )
+    parser.add_argument(
         "--variants",
         default=None,
         help="comma-separated variants to run (default: all; the dev part always adds rerank)",
@@ -191,7 +202,7 @@ def main() -> None:
     if chosen:
         variants = [v for v in variants if v in chosen or v == "rerank"]
     if args.part in ("dev", "all"):
-        development(variants, args.items, args.out)
+        development(variants, args.items, args.out, args.only.split(",") if args.only else None)
     if args.part in ("ood", "all"):
         out_of_domain([v for v in variants if v != "rerank"], args.out)
 
