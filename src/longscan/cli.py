@@ -813,6 +813,13 @@ def synth_pack(
         Path | None,
         typer.Option(help="Folder holding the examples' source files (default: train-docs/)."),
     ] = None,
+    stats: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the runs' counts here, summed over their .stats.json files "
+            "(read after the examples, so they count at least every example packed)."
+        ),
+    ] = None,
 ) -> None:
     """Pack synthetic examples small enough to commit: each keeps its question, labels and
     offsets and names its source file and that file's SHA-256 instead of carrying its text;
@@ -835,6 +842,13 @@ def synth_pack(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in packed), "utf-8")
         syn.read_examples(out, folder)  # what was written reads back, labels and all
+        if stats is not None:
+            reports = [
+                json.loads(file.with_name(file.name + ".stats.json").read_text("utf-8"))
+                for file in examples
+            ]
+            merged = syn.merge_stats(reports, read)
+            stats.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
     except (FileNotFoundError, ValueError) as error:
         raise _fail(str(error)) from None
     console.print(f"packed {len(packed)} examples into {out}", highlight=False)

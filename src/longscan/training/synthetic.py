@@ -571,6 +571,27 @@ def train_docs() -> Path:
     return data_path("train-docs")
 
 
+def merge_stats(
+    reports: Sequence[dict[str, Any]], examples: Sequence[SyntheticExample]
+) -> dict[str, Any]:
+    """One report for several runs (``SynthStats.as_dict`` each): attempts, kept, drops and
+    LLM costs summed; label balance and link distances recomputed from ``examples`` (those
+    packed), since a rate or a median of two runs cannot be added."""
+    stats = SynthStats()
+    for report in reports:
+        for strategy, row in report.items():
+            stats.attempts[strategy] += row["attempts"]
+            stats.kept[strategy] += row["examples"]
+            stats.dropped.setdefault(strategy, Counter()).update(row["dropped"])
+            stats.llm.setdefault(strategy, Counter()).update(row["llm"])
+    for example in examples:
+        stats.positives[example.strategy] += len(example.labels)
+        stats.sentences[example.strategy] += len(Document(example.id, example.text).sentences)
+        if example.link_distance is not None:
+            stats.distances.setdefault(example.strategy, []).append(example.link_distance)
+    return stats.as_dict()
+
+
 def pack_examples(examples: Sequence[SyntheticExample], sources: Path) -> list[dict[str, Any]]:
     """Examples without their text, for a data file small enough to commit: each names its
     source file (relative to ``sources``), the span's offsets and the source text's SHA-256,

@@ -281,7 +281,8 @@ def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
     data_dir: Path, tmp_path: Path
 ) -> None:
     """Two runs' files (one still being written: a half line at its end) pack into one file
-    that reads back; the same ids twice (two runs with one seed) are refused."""
+    that reads back, their counts summed; the same ids twice (two runs with one seed) are
+    refused."""
     from dataclasses import replace
 
     from typer.testing import CliRunner
@@ -299,11 +300,21 @@ def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
     first, second = tmp_path / "seed0.jsonl", tmp_path / "seed1.jsonl"
     first.write_text(example.to_json() + "\n" + example.to_json()[:100], encoding="utf-8")
     second.write_text(replace(example, id="chunk-1-0").to_json() + "\n", encoding="utf-8")
-    out = tmp_path / "packed.jsonl"
+    for run, (attempts, reason) in ((first, (3, "contaminated")), (second, (2, "not JSON"))):
+        report = {"attempts": attempts, "examples": 1, "dropped": {reason: attempts - 1}}
+        report["llm"] = {"calls": attempts, "prompt_tokens": 100 * attempts, "seconds": 2.0}
+        run.with_name(run.name + ".stats.json").write_text(json.dumps({"chunk": report}))
+    out, stats = tmp_path / "packed.jsonl", tmp_path / "stats.json"
     runner = CliRunner()
     args = ["synth-pack", str(first), str(second), "--out", str(out), "--sources", str(folder)]
-    result = runner.invoke(app, args)
+    result = runner.invoke(app, [*args, "--stats", str(stats)])
     assert result.exit_code == 0, result.output
     assert [e.id for e in syn.read_examples(out, folder)] == ["chunk-0-0", "chunk-1-0"]
+    merged = json.loads(stats.read_text())["chunk"]
+    assert (merged["attempts"], merged["examples"]) == (5, 2)
+    assert merged["dropped"] == {"contaminated": 2, "not JSON": 1}
+    assert merged["llm"] == {"calls": 5, "prompt_tokens": 500, "seconds": 4.0}
+    sentences = len(syn.Document("d", example.text).sentences)
+    assert merged["positive_rate"] == pytest.approx(len(example.labels) / sentences)
     same = runner.invoke(app, [*args[:2], str(first), *args[3:]])
     assert same.exit_code == 2 and "share example ids" in same.output
