@@ -13,7 +13,8 @@ cross-encoder's score alone; ``-1round`` skips the second-hop round; cheaper re-
 in ``--variants``; 12-6-5 by default) reads the scan's D best and H BM25 candidates with
 reread R; with ``--checkpoint``, ``candidate`` is that scanner alone and ``candidate-rerank``
 (and ``candidate-rerank-D-H-R``) re-scored. Variants reading the same pairs
-share one score memo, so each pair is read once. With ``--part ood``, L-Eval
+share one score memo, so each pair is read once, and every variant over one checkpoint reads
+the same scan, computed once per item (``SharedScan``). With ``--part ood``, L-Eval
 and Loong against the scan alone. Prints a table per benchmark and the re-scorer issue's
 miss ratios against the best stock baseline (BM25 over sentences or 300-word chunks, dense or
 hybrid over sentences: the chunk dense variants, never the best on these rows in earlier
@@ -25,18 +26,22 @@ from __future__ import annotations
 import argparse
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+import numpy as np
 
 from longscan.bench.runner import run_benchmark
+from longscan.documents import Document
 from longscan.rerankers.cross_encoder import PACKAGED, CrossEncoderReranker
-from longscan.rerankers.rounds import TwoRounds
+from longscan.rerankers.rounds import Lexical, TwoRounds
 from longscan.retrievers import get_retriever
 from longscan.retrievers.base import Retriever
 from longscan.retrievers.registry import register
 from longscan.retrievers.rerank import BASELINE_DEPTH, RerankRetriever
 from longscan.retrievers.scanner import ScannerRetriever
+from longscan.scanning.checkpoint import load_checkpoint
 from longscan.scanning.scanner import Scanner
 
 STOCK = ("bm25-sentence", "bm25-chunk", "dense-sentence", "hybrid-sentence")
@@ -51,6 +56,30 @@ OUT_OF_DOMAIN = (("leval-coursera", 20_000), ("leval-financial", 20_000), ("loon
 SHARED_READS = 2_000_000  # score memo entries: every pair of a run, read once
 
 
+class SharedScan(Scanner):
+    """A scanner whose scans are kept for the whole run, by checkpoint, query and documents:
+    the scan alone and every variant re-scoring it read the same scan, computed once."""
+
+    scans: ClassVar[dict[tuple[str, str, tuple[str, ...]], tuple[np.ndarray, Lexical]]] = {}
+    checkpoint: str = "shipped"
+
+    def scan(
+        self, query: str, documents: Sequence[Document], progress: bool = False
+    ) -> tuple[np.ndarray, Lexical]:
+        key = (self.checkpoint, query, tuple(d.content_hash for d in documents))
+        if key not in self.scans:
+            self.scans[key] = super().scan(query, documents, progress)
+        logits, lexical = self.scans[key]
+        return logits.copy(), lexical
+
+    @classmethod
+    def load(cls, directory: Path | None, rounds: TwoRounds | None = None) -> SharedScan:
+        model, info = load_checkpoint(directory)
+        scanner = cls(model, info, rounds=rounds)
+        scanner.checkpoint = str(directory or "shipped")
+        return scanner
+
+
 def register_variants(
     adapter: Path, checkpoint: Path | None = None, named: list[str] | None = None
 ) -> list[str]:
@@ -61,11 +90,10 @@ def register_variants(
     reranker.cache_size = SHARED_READS
 
     def scanner(directory: Path | None = None, **rounds: Any) -> Callable[[], Retriever]:
-        return lambda: ScannerRetriever(
-            Scanner.from_pretrained(directory, rounds=TwoRounds(reranker, **rounds))
-        )
+        return lambda: ScannerRetriever(SharedScan.load(directory, TwoRounds(reranker, **rounds)))
 
     variants = {
+        "scanner": lambda: ScannerRetriever(SharedScan.load(None)),  # the registered one's scan
         "rerank": lambda: RerankRetriever(
             get_retriever("hybrid-sentence"), reranker, depth=BASELINE_DEPTH
         ),
@@ -77,7 +105,7 @@ def register_variants(
         "scanner-rerank-ce-1round": scanner(hop_depth=0),
     }
     if checkpoint is not None:
-        variants["candidate"] = lambda: ScannerRetriever(Scanner.from_pretrained(checkpoint))
+        variants["candidate"] = lambda: ScannerRetriever(SharedScan.load(checkpoint))
         variants["candidate-rerank"] = scanner(checkpoint, blend=1.0)
     for name in ["scanner-rerank-12-6-5", "candidate-rerank-12-6-5", *(named or [])]:
         cheaper = re.fullmatch(r"(scanner|candidate)-rerank-(\d+)-(\d+)-(\d+)", name)
@@ -89,7 +117,7 @@ def register_variants(
             )
     for name, factory in variants.items():
         register(name, factory)
-    return list(variants)
+    return [name for name in variants if name != "scanner"]
 
 
 def table(benchmark: str, words: int, retrievers: list[str], limit: int | None, out: Path):

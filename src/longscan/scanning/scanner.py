@@ -25,9 +25,16 @@ from longscan.scanning.checkpoint import CheckpointInfo, ScanNetwork, load_check
 from longscan.scanning.features import LexicalFeatures
 
 if TYPE_CHECKING:  # the re-ranker reads the checkpoint module, which imports this package
-    from longscan.rerankers.rounds import TwoRounds
+    from longscan.rerankers.rounds import Lexical, TwoRounds
 
 ScanMode = Literal["stream", "sliding"]
+
+
+def _no_sentences(query: str) -> np.ndarray:
+    """The BM25 of an empty sequence: no scores."""
+    return np.zeros(0)
+
+
 CHARS_PER_TOKEN = 4.0  # English prose; only sizes the sliding windows, never the results
 
 
@@ -130,24 +137,31 @@ class Scanner:
         self, query: str, documents: Sequence[Document], progress: bool = False
     ) -> np.ndarray:
         """Scores ``(total sentences,)`` for the documents read one after another: the
-        scan's logits, re-scored by ``rounds`` when the scanner has them.
+        scan's logits, re-scored by ``rounds`` when the scanner has them."""
+        logits, lexical = self.scan(query, documents, progress)
+        if self.rounds is None or not len(logits):
+            return logits
+        return self.rounds(query, documents, logits, lexical)
+
+    def scan(
+        self, query: str, documents: Sequence[Document], progress: bool = False
+    ) -> tuple[np.ndarray, Lexical]:
+        """The scan's logits before any re-scoring, and the first stage's BM25 for a
+        free-text query (what the re-scorer's second round queries).
 
         One straight path: sentence vectors, the first stage (BM25 and dense, once), the
-        feature columns from it, the scan, then the re-scorer, whose second round queries the
-        first stage's BM25 index.
+        feature columns from it, then the scan.
         """
         parts = [self.sentence_vectors(document, progress) for document in documents]
         vectors = np.concatenate(parts) if parts else np.zeros((0, self.encoder.dim), np.float32)
         if len(vectors) == 0:
-            return np.zeros(0)
+            return np.zeros(0), _no_sentences
         query_vector = self.query_vector(query)
         first = self.features.first_stage(query, documents, vectors, query_vector)
         columns = self.model.config.n_features  # what the checkpoint was trained on
         features = self.features.columns(first, documents, vectors, query_vector, columns)
         logits = self._logits(documents, vectors, query_vector, features[:, :columns])
-        if self.rounds is None:
-            return logits
-        return self.rounds(query, documents, logits, first.index.lexical)
+        return logits, first.index.lexical
 
     def _logits(
         self,
