@@ -35,17 +35,18 @@ def is_heading(text: str) -> bool:
 
 def section_headings(document: Document) -> np.ndarray:
     """For every unit, the index of the nearest heading above it (``-1``: none). A heading is
-    a paragraph holding one unit that ``is_heading``; a heading's own entry is the heading
-    above it."""
+    a paragraph holding one unit that ``is_heading``. A heading's own entry is ``-1``: plain
+    text does not say whether the heading above is its parent or its sibling (one article's
+    title above the next), and a wrong parent is worse than none."""
     units = document.sentence_paragraph
     sizes = np.bincount(units, minlength=len(document.paragraphs)) if len(units) else units
     spans = document.sentences
     result = np.full(len(units), -1, dtype=np.int64)
     current = -1
     for index, paragraph in enumerate(units.tolist()):
-        result[index] = current
-        if sizes[paragraph] == 1:
-            start, end = spans[index]
-            if is_heading(document.text[start:end]):
-                current = index
+        start, end = spans[index]
+        if sizes[paragraph] == 1 and is_heading(document.text[start:end]):
+            current = index
+        else:
+            result[index] = current
     return result

@@ -20,9 +20,9 @@ def test_each_squad_sentence_sits_under_its_article_title(data_dir: Path) -> Non
     texts = document.sentence_texts()
     assert sorted({texts[h] for h in headings.tolist() if h >= 0}) == sorted(titles)
     for index, heading in enumerate(headings.tolist()):
-        # the heading is the last title line above the unit
+        # the heading is the last title line above the unit; a title line has none
         above = [i for i in range(index) if texts[i] in titles]
-        assert heading == (above[-1] if above else -1)
+        assert heading == (above[-1] if above and texts[index] not in titles else -1)
 
 
 def test_the_title_is_read_beside_a_sentence_paragraphs_below_it(data_dir: Path) -> None:
@@ -53,3 +53,5 @@ def test_sentences_lists_and_rows_are_not_headings() -> None:
     assert not is_heading("This line is a long run of words that goes on well past a title")
     text = "Short line.\n\nA Title\n\nFirst paragraph. Second.\n\nAnother paragraph."
     assert section_headings(Document("d", text)).tolist() == [-1, -1, 1, 1, 1]
+    two = "First Title\n\nIts text.\n\nSecond Title\n\nIts own text."
+    assert section_headings(Document("d", two)).tolist() == [-1, 0, -1, 2]
