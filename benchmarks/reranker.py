@@ -41,7 +41,6 @@ from longscan.retrievers.base import Retriever
 from longscan.retrievers.registry import register
 from longscan.retrievers.rerank import BASELINE_DEPTH, RerankRetriever
 from longscan.retrievers.scanner import ScannerRetriever
-from longscan.scanning.checkpoint import load_checkpoint
 from longscan.scanning.scanner import Scanner
 
 STOCK = ("bm25-sentence", "bm25-chunk", "dense-sentence", "hybrid-sentence")
@@ -74,8 +73,7 @@ class SharedScan(Scanner):
 
     @classmethod
     def load(cls, directory: Path | None, rounds: TwoRounds | None = None) -> SharedScan:
-        model, info = load_checkpoint(directory)
-        scanner = cls(model, info, rounds=rounds)
+        scanner = cls.from_pretrained(directory, rounds=rounds)
         scanner.checkpoint = str(directory or "shipped")
         return scanner
 

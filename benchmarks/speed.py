@@ -101,11 +101,7 @@ def measure(
             "PATH": "/usr/bin:/bin",
             "HOME": str(Path.home()),
             "MALLOC_ARENA_MAX": "2",
-            **(
-                {PRECISION_VARIABLE: os.environ[PRECISION_VARIABLE]}
-                if PRECISION_VARIABLE in os.environ
-                else {}
-            ),  # fmt: skip
+            **{k: v for k, v in os.environ.items() if k == PRECISION_VARIABLE},
         }
         out = subprocess.run(
             [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True

@@ -15,9 +15,8 @@ import re
 import numpy as np
 
 from longscan.documents import Document
-from longscan.tables import is_row
+from longscan.tables import MAX_LABEL_WORDS, is_row
 
-MAX_HEADING_WORDS = 12  # a title line is short
 _LETTERS = re.compile(r"[^\W\d_]")
 
 
@@ -26,7 +25,7 @@ def is_heading(text: str) -> bool:
     table row."""
     words = text.split()
     return (
-        0 < len(words) <= MAX_HEADING_WORDS
+        0 < len(words) <= MAX_LABEL_WORDS
         and bool(_LETTERS.search(text))
         and not text.rstrip().endswith((".", "?", "!", ";", ",", ":"))
         and not is_row(text)
@@ -39,7 +38,7 @@ def section_headings(document: Document) -> np.ndarray:
     text does not say whether the heading above is its parent or its sibling (one article's
     title above the next), and a wrong parent is worse than none."""
     units = document.sentence_paragraph
-    sizes = np.bincount(units, minlength=len(document.paragraphs)) if len(units) else units
+    sizes = np.bincount(units, minlength=len(document.paragraphs))
     spans = document.sentences
     result = np.full(len(units), -1, dtype=np.int64)
     current = -1

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Self
 
 import numpy as np
 import torch
@@ -28,14 +28,12 @@ if TYPE_CHECKING:  # the re-ranker reads the checkpoint module, which imports th
     from longscan.rerankers.rounds import Lexical, TwoRounds
 
 ScanMode = Literal["stream", "sliding"]
+CHARS_PER_TOKEN = 4.0  # English prose; only sizes the sliding windows, never the results
 
 
 def _no_sentences(query: str) -> np.ndarray:
     """The BM25 of an empty sequence: no scores."""
     return np.zeros(0)
-
-
-CHARS_PER_TOKEN = 4.0  # English prose; only sizes the sliding windows, never the results
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,7 @@ class Scanner:
     @classmethod
     def from_pretrained(
         cls, directory: Path | None = None, rescore: bool = False, **kwargs: object
-    ) -> Scanner:
+    ) -> Self:
         """Load the shipped checkpoint (or the one in ``directory``); with ``rescore``, the
         shipped cross-encoder re-scores the scan's best sentences (``shipped_rounds``)."""
         from longscan.rerankers.rounds import shipped_rounds
@@ -139,7 +137,7 @@ class Scanner:
         """Scores ``(total sentences,)`` for the documents read one after another: the
         scan's logits, re-scored by ``rounds`` when the scanner has them."""
         logits, lexical = self.scan(query, documents, progress)
-        if self.rounds is None or not len(logits):
+        if self.rounds is None:
             return logits
         return self.rounds(query, documents, logits, lexical)
 

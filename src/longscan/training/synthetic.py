@@ -107,6 +107,10 @@ class SynthStats:
 
     def keep(self, example: SyntheticExample, n_sentences: int) -> None:
         self.kept[example.strategy] += 1
+        self.observe(example, n_sentences)
+
+    def observe(self, example: SyntheticExample, n_sentences: int) -> None:
+        """Label balance and link distance of an example (kept now or in an earlier run)."""
         self.positives[example.strategy] += len(example.labels)
         self.sentences[example.strategy] += n_sentences
         if example.link_distance is not None:
@@ -585,10 +589,7 @@ def merge_stats(
             stats.dropped.setdefault(strategy, Counter()).update(row["dropped"])
             stats.llm.setdefault(strategy, Counter()).update(row["llm"])
     for example in examples:
-        stats.positives[example.strategy] += len(example.labels)
-        stats.sentences[example.strategy] += len(Document(example.id, example.text).sentences)
-        if example.link_distance is not None:
-            stats.distances.setdefault(example.strategy, []).append(example.link_distance)
+        stats.observe(example, len(Document(example.id, example.text).sentences))
     return stats.as_dict()
 
 
