@@ -42,10 +42,14 @@ if kind in ("scanner", "scanner-rerank"):
     checkpoint = os.environ.get("CHECKPOINT")
     rounds = {}
     if kind == "scanner-rerank":
-        from longscan.rerankers.rounds import TwoRounds, shipped_rounds
+        from dataclasses import replace
+        from longscan.rerankers.cross_encoder import CrossEncoderReranker
+        from longscan.rerankers.rounds import shipped_rounds
+        settings = json.loads(os.environ.get("ROUNDS", "{}"))
+        adapter = settings.pop("adapter", None)
         shipped = shipped_rounds()
-        settings = json.loads(os.environ.get("ROUNDS", "null"))
-        rounds["rounds"] = shipped if settings is None else TwoRounds(shipped.reranker, **settings)
+        reranker = shipped.reranker if adapter is None else CrossEncoderReranker.load(adapter)
+        rounds["rounds"] = replace(shipped, reranker=reranker, **settings)
     directory = checkpoint and Path(checkpoint)
     scanner = Scanner.from_pretrained(directory, mode=os.environ["MODE"], **rounds)
     retriever = ScannerRetriever(scanner)
@@ -207,8 +211,8 @@ def main() -> None:
     parser.add_argument(
         "--rounds",
         default=None,
-        help="With --rescoring-cost: the rounds' settings as JSON (TwoRounds' fields; default: "
-        "the shipped rounds).",
+        help="With --rescoring-cost: the rounds' settings as JSON, each replacing the shipped "
+        "rounds' (TwoRounds' fields, and \"adapter\": an adapter directory).",
     )
     args = parser.parse_args()
     if args.rescoring_cost:

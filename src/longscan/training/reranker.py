@@ -336,13 +336,14 @@ def write_model_card(directory: Path, card: dict[str, Any], adapter: AdapterConf
     counts = data.get("pairs_by_source_kind_label", {})
     rows = "\n".join(f"| {key} | {count:,} |" for key, count in counts.items())
     recipe = card["recipe"]
+    heading = "the heading above it, " if adapter.headings else ""
     text = f"""# longscan cross-encoder re-scorer (LoRA over all-MiniLM-L6-v2)
 
 A LoRA adapter (rank {adapter.rank}, alpha {adapter.alpha}, on MiniLM's
 {", ".join(adapter.target_modules)} layers) and a fresh one-logit head, read over the packaged
-all-MiniLM-L6-v2 as a cross-encoder: `(question, sentence [SEP] paragraph lead and previous
-sentence)`, {adapter.max_length} word pieces. Second-round queries are the question joined with
-a first-hop sentence (`question [SEP] sentence`).
+all-MiniLM-L6-v2 as a cross-encoder: `(question, sentence [SEP] {heading}paragraph lead and
+previous sentence)`, {adapter.max_length} word pieces. Second-round queries are the question
+joined with a first-hop sentence (`question [SEP] sentence`).
 
 ## Command and seed
 

@@ -123,9 +123,7 @@ def test_the_shipped_cross_encoder_prefers_real_gold_sentences_to_their_neighbou
         (document,) = item.documents
         gold = int(np.flatnonzero(gold_unit_labels(item)[document.id])[0])
         near = [i for i in (gold - 1, gold + 1) if 0 <= i < len(document.sentences)]
-        scores = reranker.score(
-            item.query, [sentence_in_context(document, i) for i in (gold, *near)]
-        )
+        scores = reranker.score(item.query, [reranker.passage(document, i) for i in (gold, *near)])
         wins += bool(scores[0] > scores[1:].max())
     assert wins > len(items) / 2, f"gold beat both neighbours on {wins} of {len(items)} questions"
 
@@ -142,7 +140,7 @@ def test_bfloat16_reading_keeps_the_float32_scores_and_order(data_dir: Path) -> 
         (document,) = item.documents
         start = item.gold_spans[0].start
         gold = int(np.searchsorted(document.sentences[:, 1], start, side="right"))
-        passages = [sentence_in_context(document, i) for i in range(max(gold - 3, 0), gold + 4)]
+        passages = [shipped.passage(document, i) for i in range(max(gold - 3, 0), gold + 4)]
         exact = CrossEncoderReranker(shipped.model, shipped.config, shipped.digest)
         fast = CrossEncoderReranker(shipped.model, shipped.config, shipped.digest, bfloat16=True)
         float32, bfloat16 = exact.score(item.query, passages), fast.score(item.query, passages)
