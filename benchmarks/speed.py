@@ -43,13 +43,9 @@ if kind in ("scanner", "scanner-rerank"):
     rounds = {}
     if kind == "scanner-rerank":
         from dataclasses import replace
-        from longscan.rerankers.cross_encoder import CrossEncoderReranker
         from longscan.rerankers.rounds import shipped_rounds
         settings = json.loads(os.environ.get("ROUNDS", "{}"))
-        adapter = settings.pop("adapter", None)
-        shipped = shipped_rounds()
-        reranker = shipped.reranker if adapter is None else CrossEncoderReranker.load(adapter)
-        rounds["rounds"] = replace(shipped, reranker=reranker, **settings)
+        rounds["rounds"] = replace(shipped_rounds(settings.pop("adapter", None)), **settings)
     directory = checkpoint and Path(checkpoint)
     scanner = Scanner.from_pretrained(directory, mode=os.environ["MODE"], **rounds)
     retriever = ScannerRetriever(scanner)

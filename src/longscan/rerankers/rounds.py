@@ -103,8 +103,9 @@ class TwoRounds:
         return [self.reranker.passage(*positions.locate(int(p))) for p in chosen.tolist()]
 
 
-def shipped_rounds() -> TwoRounds:
-    """What ``scanner-rerank`` re-scores with: the packaged adapter, the scan's 20 best plus
-    10 second-round BM25 candidates, blended with the scan at weight 1 (BENCHMARKS.md: the
-    only weight tried that led the scan alone on both HotpotQA and SQuAD)."""
-    return TwoRounds(get_reranker(), blend=1.0)
+def shipped_rounds(adapter: str | None = None) -> TwoRounds:
+    """What ``scanner-rerank`` re-scores with: the packaged adapter (or the one in
+    ``adapter``), the scan's 20 best plus 10 second-round BM25 candidates, blended with the
+    scan at weight 1 (BENCHMARKS.md: the only weight tried that led the scan alone on both
+    HotpotQA and SQuAD)."""
+    return TwoRounds(get_reranker(adapter), blend=1.0)
