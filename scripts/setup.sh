@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${LONGSCAN_VENV:-$ROOT/.venv}"
 EXTRAS="${1:-}"
-TORCH_VERSION="2.13.0"
+TORCH_VERSION="$(sed -n 's/^torch==//p' "$ROOT/scripts/constraints.txt")"  # the tested pin
 TORCH_CHOICE="${LONGSCAN_TORCH:-cpu}"
 TORCH_CPU_INDEX="https://download.pytorch.org/whl/cpu"
 if [ ! -x "$VENV/bin/python" ]; then
