@@ -67,13 +67,13 @@ print(json.dumps({"first": first, "requery": again, "sentences": len(document.se
 def corpus_text(data_dir: Path, tokens: int) -> str:
     from longscan.encoders import get_encoder
 
-    tokenizer = get_encoder().model.tokenizer
+    tokenizer = get_encoder().tokenizer
     pieces, count = [], 0
     files = sorted((data_dir / "corpus" / "loong-docs" / "financial").glob("*.txt"))
     for path in files:
         text = path.read_text(encoding="utf-8", errors="replace")
         for paragraph in text.split("\n\n"):
-            count += len(tokenizer(paragraph, add_special_tokens=False, verbose=False)["input_ids"])
+            count += len(tokenizer.pieces([paragraph], len(paragraph) + 1)[0])
             pieces.append(paragraph)
             if count >= tokens:
                 return "\n\n".join(pieces)

@@ -50,7 +50,7 @@ def test_the_scanner_and_encoder_run_on_the_chosen_device() -> None:
     scanner = Scanner.from_pretrained()
     expected = torch.device(torch_device()).type
     assert next(scanner.model.parameters()).device.type == expected
-    assert scanner.encoder.encoder.model.device.type == expected
+    assert torch.device(scanner.encoder.encoder.body.device).type == expected
     document = Document("d", "The key is under the stone.\n\nIt rained all day in June.")
     logits = scanner.score("Where is the key?", [document])
     assert logits.shape == (2,) and np.isfinite(logits).all() and logits[0] > logits[1]

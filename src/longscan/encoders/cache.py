@@ -29,6 +29,15 @@ def default_cache_dir() -> Path:
     return base / "longscan"
 
 
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def spans_digest(spans: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(spans, dtype=np.int64).tobytes()).hexdigest()[:16]
 

