@@ -8,7 +8,8 @@ and papers; tokens = MiniLM word pieces), then measures in fresh subprocesses (s
 and caches are per measurement): every retriever's first query; scanner first scan (cold
 cache), re-query (warm cache), stream vs sliding; peak RSS of streaming; with
 ``--rescoring-cost``, the scanner (``--checkpoint``) with its cross-encoder rounds
-(``--rounds`` JSON) against the shipped scan alone.
+(``--rounds`` JSON) against the shipped scan alone; with ``--against REF``, this checkout's
+scan against a git commit's in the same run, and the command line's wall times.
 """
 
 from __future__ import annotations
@@ -19,12 +20,27 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from longscan.devices import PRECISION_VARIABLE
 from longscan.retrievers import BASELINES
 
-CHILD = r"""
+REQUERY_QUESTIONS = [
+    "Who is the chief executive officer?",
+    "How much cash did operating activities provide?",
+    "What are the main risks to the business?",
+    "Which segment grew fastest during the year?",
+    "How many employees does the company have?",
+    "What was the effective income tax rate?",
+    "Where is the company headquartered?",
+    "What dividends were declared per share?",
+    "How much long-term debt is outstanding?",
+    "Who audits the financial statements?",
+]
+CHILD = (
+    f"REQUERY_QUESTIONS = {REQUERY_QUESTIONS!r}\n"
+    + r"""
 import json, os, resource, sys, time
 from pathlib import Path
 import torch
@@ -56,12 +72,15 @@ get_encoder()  # load the model outside the timing, as a server would
 started = time.perf_counter()
 retriever.retrieve(query, [document], top_k=50)
 first = time.perf_counter() - started
+questions = REQUERY_QUESTIONS[: int(os.environ.get("REQUERIES", "1"))]
 started = time.perf_counter()
-retriever.retrieve("Who is the chief executive officer?", [document], top_k=50)
-again = time.perf_counter() - started
+for question in questions:
+    retriever.retrieve(question, [document], top_k=50)
+again = (time.perf_counter() - started) / len(questions)
 print(json.dumps({"first": first, "requery": again, "sentences": len(document.sentences),
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+)
 
 
 def corpus_text(data_dir: Path, tokens: int) -> str:
@@ -87,9 +106,16 @@ def measure(
     mode: str = "stream",
     checkpoint: Path | None = None,
     rounds: dict[str, float] | None = None,
+    source: Path | None = None,
+    requeries: int = 1,
 ) -> dict:
+    """One fresh-process measurement; ``source``: a checkout whose ``src`` is imported instead
+    of this one (the code being compared against); re-query time is the mean over
+    ``requeries`` different questions."""
     with tempfile.TemporaryDirectory() as cache:
         env = {
+            **({} if source is None else {"PYTHONPATH": str(source / "src")}),
+            "REQUERIES": str(requeries),
             **({} if checkpoint is None else {"CHECKPOINT": str(checkpoint.resolve())}),
             **({} if rounds is None else {"ROUNDS": json.dumps(rounds)}),
             "DOC": str(doc),
@@ -117,10 +143,15 @@ def measure_best(
     mode: str = "stream",
     checkpoint: Path | None = None,
     rounds: dict[str, float] | None = None,
+    source: Path | None = None,
+    requeries: int = 1,
 ) -> dict:
     """The fastest of ``repeats`` fresh-process measurements (times are minima, the peak RSS
     the maximum): on 2 shared cores a single run can be 15% slow for reasons outside it."""
-    runs = [measure(doc, kind, threads, mode, checkpoint, rounds) for _ in range(repeats)]
+    runs = [
+        measure(doc, kind, threads, mode, checkpoint, rounds, source, requeries)
+        for _ in range(repeats)
+    ]
     best = min(runs, key=lambda run: run["first"])
     return {
         **best,
@@ -178,6 +209,96 @@ def rescoring_cost(
     print(f"re-query, with / without rounds: {again:.2f} (bar <= 1.5)")
 
 
+def command_seconds(args: list[str], cache: Path, threads: int, repeats: int) -> float:
+    """The fastest wall time of ``longscan ARGS`` as a user runs it (a fresh process each)."""
+    env = {
+        **os.environ,
+        "LONGSCAN_CACHE_DIR": str(cache),
+        "OMP_NUM_THREADS": str(threads),
+        "COLUMNS": "80",
+    }
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run(["longscan", *args], env=env, capture_output=True, check=True)
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def against(data_dir: Path, threads: int, repeats: int, ref: str, sizes: list[int]) -> None:
+    """The speed issue's bars: this checkout's scanner against ``ref``'s (a git commit, checked
+    out to a temporary worktree) in the same run, then the command line on the bundled novel."""
+    root = Path(__file__).resolve().parents[1]
+    requeries = len(REQUERY_QUESTIONS)
+    with tempfile.TemporaryDirectory() as folder:
+        worktree = Path(folder) / "baseline"
+        subprocess.run(
+            ["git", "-C", str(root), "worktree", "add", "--detach", str(worktree), ref],
+            check=True,
+            capture_output=True,
+        )
+        try:
+            docs = {}
+            for size in sizes:
+                docs[size] = Path(folder) / f"doc{size}.txt"
+                docs[size].write_text(corpus_text(data_dir, size), encoding="utf-8")
+            small = docs[min(sizes)]
+            before = measure_best(
+                small, "scanner", threads, repeats, source=worktree, requeries=requeries
+            )
+            now = {
+                size: measure_best(
+                    doc,
+                    "scanner",
+                    threads,
+                    repeats if size == min(sizes) else 1,
+                    requeries=requeries,
+                )
+                for size, doc in docs.items()
+            }
+        finally:
+            subprocess.run(
+                ["git", "-C", str(root), "worktree", "remove", "--force", str(worktree)],
+                check=False,
+            )
+    print(
+        "\n| code | tokens | first scan (s) | every run (s) | re-query (s, mean of "
+        f"{requeries}) | peak RSS (MB) |"
+    )
+    print("|---|---:|---:|---|---:|---:|")
+    rows = [(ref, min(sizes), before)] + [("this checkout", size, r) for size, r in now.items()]
+    for code, size, r in rows:
+        print(
+            f"| {code} | {size:,} | {r['first']:.2f} | {', '.join(f'{t:.2f}' for t in r['runs'])}"
+            f" | {r['requery']:.3f} | {r['rss_mb']:.0f} |"
+        )
+    base = now[min(sizes)]
+    per_100k = base["requery"] * 100_000 / min(sizes)
+    print(f"\nfirst scan, {ref} / this checkout: {before['first'] / base['first']:.2f} (bar >= 3)")
+    print(f"re-query per 100k tokens: {per_100k:.3f} s (bar <= 0.2)")
+    print(
+        f"re-query, this checkout / {ref}: {base['requery'] / before['requery']:.3f} (bar <= 0.2)"
+    )
+    if len(sizes) > 1:
+        ratio = now[max(sizes)]["rss_mb"] / base["rss_mb"]
+        print(f"peak RSS {max(sizes):,} / {min(sizes):,} tokens: {ratio:.2f} (bar <= 1.3)")
+    novel = str(root / "src" / "longscan" / "data" / "sample_novel.txt")
+    with tempfile.TemporaryDirectory() as cache:
+        ask = ["ask", "-q", "Who fell down the rabbit hole?", novel]
+        command_seconds(ask, Path(cache), threads, 1)  # the first question scans the novel
+        second = ["ask", "-q", "What did the Cheshire Cat say?", novel]
+        scanner = command_seconds(second, Path(cache), threads, repeats)
+        bm25 = command_seconds(
+            [*second[:1], "-r", "bm25-sentence", *second[1:]], Path(cache), threads, repeats
+        )
+        helping = command_seconds(["--help"], Path(cache), threads, repeats)
+    print(
+        f"\n`longscan ask` on the scanned novel: {scanner:.2f} s; with -r bm25-sentence: "
+        f"{bm25:.2f} s; ratio {scanner / bm25:.2f} (bars <= 2 and <= 3 s)"
+    )
+    print(f"`longscan --help`: {helping:.2f} s (bar <= 1 s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
@@ -210,7 +331,17 @@ def main() -> None:
         help="With --rescoring-cost: the rounds' settings as JSON, each replacing the shipped "
         "rounds' (TwoRounds' fields, and \"adapter\": an adapter directory).",
     )
+    parser.add_argument(
+        "--against",
+        metavar="REF",
+        help="Only the speed issue's bars: this checkout's scanner against REF's (a git commit) "
+        "at the smallest of --sizes, peak RSS at the largest, and the command line.",
+    )
     args = parser.parse_args()
+    if args.against:
+        sizes = sorted(int(s) for s in args.sizes.split(","))
+        against(args.data_dir, args.threads, args.repeats, args.against, sizes)
+        return
     if args.rescoring_cost:
         rounds = None if args.rounds is None else json.loads(args.rounds)
         rescoring_cost(args.data_dir, args.threads, args.repeats, args.checkpoint, rounds)
