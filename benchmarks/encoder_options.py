@@ -3,8 +3,9 @@
     python benchmarks/encoder_options.py [--threads 2] [--items 60]
 
 Speed: contextual sentence encoding (the scanner's local encoder) of the squad-long 10k-word
-dev documents, in tokens/s. Quality: cosine of each variant's vectors to the reference's, and the dense-sentence retriever's hit@100 / hit@300 on the same items when it
-uses that variant.
+dev documents, in tokens/s. Quality: cosine of each variant's vectors to the reference's,
+and the dense-sentence retriever's hit@100 / hit@300 on the same items when it uses that
+variant.
 """
 
 from __future__ import annotations
