@@ -184,7 +184,8 @@ def ask(
         llm_settings = _llm_config(llm, llm_model, llm_config)
     except (DocumentError, ValueError) as error:
         raise _fail(str(error)) from None
-    with console.status(f"reading {len(documents)} document(s) with {chosen.name}…"):
+    _read_with_progress(chosen, documents)
+    with errors.status(f"reading {len(documents)} document(s) with {chosen.name}…"):
         evidence = chosen.retrieve(query, documents, top_k=top_k)
     answer, llm_error = None, None
     if llm_settings is not None:
@@ -224,6 +225,47 @@ def ask(
         errors.print(f"\n[dim]{HOW_TO_ADD_AN_LLM}[/]", highlight=False, soft_wrap=True)
     if llm_error is not None:
         raise _fail(f"the evidence is above; the LLM gave no answer: {llm_error}", code=1)
+
+
+def _read_with_progress(retriever: Any, documents: Sequence[Document]) -> None:
+    """The scanner's first reading of a document encodes every sentence, minutes for a book:
+    a bar on stderr counts the sentences and estimates the time left (nothing shows for
+    documents read before, and nothing when stderr is not a terminal)."""
+    scanner = getattr(retriever, "scanner", None)
+    if scanner is None:
+        return
+    cache, encoder = scanner.cache, scanner.encoder
+    unread = [d for d in documents if cache.get(encoder.cache_key(d)) is None]
+    if not unread:
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("encoding sentences"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=errors, transient=True) as bar:
+        task = bar.add_task("encoding", total=sum(len(d.sentences) for d in unread))
+        before = 0
+        for document in unread:
+
+            def advance(done: int, _total: int, before: int = before) -> None:
+                bar.update(task, completed=before + done)
+
+            scanner.sentence_vectors(document, on_progress=advance)
+            before += len(document.sentences)
+            bar.update(task, completed=before)
 
 
 def _print_evidence(

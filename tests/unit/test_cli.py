@@ -229,3 +229,31 @@ def test_llm_serve_stops_its_server_when_stopped_by_a_signal(tmp_path: Path, num
         process.wait()
         if server is not None and _alive(server):
             os.kill(server, signal.SIGKILL)
+
+
+def test_a_first_scan_shows_sentences_and_time_left_and_json_stays_clean(
+    novel_path: Path, monkeypatch
+) -> None:
+    """On a terminal, the first reading of the novel draws a bar (sentences of the total,
+    time left) on stderr; stdout holds only the JSON. A second question draws none."""
+    import io
+
+    from rich.console import Console
+
+    import longscan.cli as cli
+    from longscan.documents import read_paths
+
+    screen = io.StringIO()
+    monkeypatch.setattr(cli, "errors", Console(file=screen, force_terminal=True, width=80))
+    args = ["ask", str(novel_path), "-q", "Who fell down the rabbit hole?", "-k", "2", "--json"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert len(json.loads(first.stdout)["evidence"]) == 2
+    total = len(read_paths([novel_path])[0].sentences)
+    drawn = screen.getvalue()
+    assert "encoding sentences" in drawn and f"/{total}" in drawn and "left" in drawn
+    screen.truncate(0)
+    screen.seek(0)
+    again = runner.invoke(app, [*args[:3], "What did the Cat say?", *args[4:]])
+    assert again.exit_code == 0 and json.loads(again.stdout)["evidence"]
+    assert "encoding sentences" not in screen.getvalue()
