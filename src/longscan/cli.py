@@ -398,6 +398,13 @@ def train_command(
             help="MuSiQue gold: the sentence answering each hop, or the whole paragraph.",
         ),
     ] = False,
+    encoder: Annotated[
+        str,
+        typer.Option(
+            help="Sentence vectors the scanner reads: all-MiniLM-L6-v2, or "
+            "all-MiniLM-L6-v2+int8 (its int8 export: encodes about twice as fast)."
+        ),
+    ] = "all-MiniLM-L6-v2",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train the scanner on the shared datasets' train splits and/or synthetic examples, and
@@ -431,6 +438,7 @@ def train_command(
             init_from=None if init_from is None else str(init_from),
             listwise=listwise,
             sentence_labels=sentence_labels,
+            encoder=encoder,
         )
         report = run_training(args, out, data_cache=data_cache)
     except (ValueError, FileNotFoundError, CheckpointError) as error:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from longscan.encoders.minilm import DEFAULT_ENCODER
 from longscan.models.config import ScannerConfig
 
 
@@ -34,6 +35,8 @@ class TrainingArgs:
             paper's objective alone).
         sentence_labels: Label MuSiQue's sentences that answer each hop rather than its
             whole supporting paragraphs (see ``read_musique``).
+        encoder: The sentence encoder whose vectors the scanner learns to read
+            (``all-MiniLM-L6-v2``, or ``all-MiniLM-L6-v2+int8``, its faster int8 export).
     """
 
     model: ScannerConfig = field(default_factory=ScannerConfig)
@@ -56,6 +59,7 @@ class TrainingArgs:
     init_from: str | None = None
     listwise: float = 0.0
     sentence_labels: bool = False
+    encoder: str = DEFAULT_ENCODER
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

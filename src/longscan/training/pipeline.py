@@ -48,6 +48,7 @@ def _data_key(args: TrainingArgs) -> str:
         args.decontamination_threshold,
         DEV_EXAMPLES_PER_SOURCE,
         args.sentence_labels,
+        args.encoder,
         FEATURE_NAMES,  # the cached data holds every feature column,
         _file_digest(Path(features_module.__file__)),  # computed by this code
         tuple(_file_digest(Path(path)) for path in args.synthetic),
@@ -67,7 +68,7 @@ def build_data(
     folder = None if cache is None else cache / _data_key(args)
     if folder is not None and (folder / "dev" / "data.json").is_file():
         return TrainingSet.load(folder / "train"), TrainingSet.load(folder / "dev")
-    encoder = ContextualSentenceEncoder(get_encoder(), paragraph_cache_size=500_000)
+    encoder = ContextualSentenceEncoder(get_encoder(args.encoder), paragraph_cache_size=500_000)
     vectors = None if cache is None else EmbeddingCache(cache / "vectors", max_items=0)
     fingerprints = evaluation_fingerprints(data_dir)
     common = (args.datasets, args.lengths_words)

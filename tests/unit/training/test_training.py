@@ -187,3 +187,31 @@ def test_cached_data_is_keyed_by_the_feature_code(tmp_path, monkeypatch) -> None
     monkeypatch.setattr(features, "__file__", str(edited))
     assert pipeline._data_key(args) != before
     assert pipeline._data_key(replace(args, seed=7)) == pipeline._data_key(args)
+
+
+def test_a_scanner_trained_on_int8_vectors_reads_them(tmp_path) -> None:
+    """Trained on the int8 export's vectors, the checkpoint names that encoder, its data is
+    cached apart from float32's, and the scanner it loads into encodes with int8."""
+    from longscan.scanning.scanner import Scanner
+    from longscan.training import pipeline
+
+    args = TrainingArgs(
+        model=ScannerConfig(d_model=32, n_layers=1, d_state=8, headdim=16, n_features=N_FEATURES),
+        datasets=("squad",),
+        lengths_words=(600,),
+        seeds=(0,),
+        max_per_source=4,
+        batch_size=4,
+        accumulation=1,
+        threads=1,
+        encoder="all-MiniLM-L6-v2+int8",
+    )
+    assert pipeline._data_key(args) != pipeline._data_key(replace(args, encoder="all-MiniLM-L6-v2"))
+    report = pipeline.run_training(args, tmp_path / "int8", progress=False)
+    assert report["train_manifest"]["encoder"] == "all-MiniLM-L6-v2+int8/ctx256"
+    scanner = Scanner.from_pretrained(tmp_path / "int8")
+    assert scanner.encoder.name == "all-MiniLM-L6-v2+int8/ctx256"
+    document = Document("d", "The key is under the stone.\n\nIt rained all day in June.")
+    assert np.isfinite(scanner.score("Where is the key?", [document])).all()
+    with pytest.raises(ValueError, match="unknown encoder 'minilm-int4'"):
+        pipeline.run_training(replace(args, encoder="minilm-int4"), tmp_path / "bad")
