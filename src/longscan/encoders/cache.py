@@ -9,9 +9,11 @@ foreign file is never used.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +38,37 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def built_once(path: Path, build: Callable[[Path], None], what: str) -> Path:
+    """``path``, a file derived from shipped weights (an ONNX export), built by ``build`` on
+    first use and read from the cache afterwards.
+
+    Its SHA-256 is recorded beside it (``.json``) once it is complete, and checked on every
+    use: a truncated or altered file is built again, never run. ``build`` writes where it
+    is told; the result is moved into place whole, so a reader never sees half a file.
+    """
+    record = path.with_suffix(".json")
+    if path.exists() and record.exists():
+        try:
+            expected = json.loads(record.read_text())["sha256"]
+        except (ValueError, KeyError, TypeError):
+            expected = None
+        if expected == file_sha256(path):
+            return path
+        logger.warning("the cached %s %s is damaged; building it again", what, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        build(staging)
+        digest = file_sha256(staging)
+        staging.replace(path)
+    finally:
+        staging.unlink(missing_ok=True)
+    noted = record.with_name(f".{record.name}.{os.getpid()}")
+    noted.write_text(json.dumps({"sha256": digest}))
+    noted.replace(record)
+    return path
 
 
 def spans_digest(spans: np.ndarray) -> str:

@@ -156,7 +156,7 @@ def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> Sent
     Raises:
         ValueError: an unknown encoder name.
         AdapterError: the adapter directory is missing, corrupt or foreign.
-        EncoderRuntimeError: ``LONGSCAN_ENCODER_RUNTIME`` names no runtime, or onnxruntime
+        EncoderRuntimeError: ``LONGSCAN_RUNTIME`` names no runtime, or onnxruntime
             is missing.
     """
     quantized = name.endswith(QUANTIZED)

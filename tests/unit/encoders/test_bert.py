@@ -105,7 +105,7 @@ def test_a_damaged_export_is_made_again_not_run(tmp_path: Path, caplog) -> None:
     raw = bytearray(path.read_bytes())
     raw[len(raw) // 2] ^= 0xFF  # one flipped byte inside the weights still parses
     path.write_bytes(bytes(raw))
-    with caplog.at_level(logging.WARNING, logger="longscan.encoders.bert"):
+    with caplog.at_level(logging.WARNING, logger="longscan.encoders.cache"):
         again = onnx_export(quantized=True, cache_dir=tmp_path)
     assert again == path and "damaged" in caplog.text
     np.testing.assert_allclose(OnnxBert(again).hidden_states(ids, mask), before, atol=1e-6)
@@ -119,7 +119,7 @@ def test_the_runtime_is_chosen_by_the_variable_else_by_the_device(monkeypatch) -
     monkeypatch.setenv(RUNTIME_VARIABLE, " Torch ")
     assert chosen_runtime() == "torch"
     monkeypatch.setenv(RUNTIME_VARIABLE, "tensorrt")
-    with pytest.raises(EncoderRuntimeError, match="LONGSCAN_ENCODER_RUNTIME='tensorrt'"):
+    with pytest.raises(EncoderRuntimeError, match="LONGSCAN_RUNTIME='tensorrt'"):
         chosen_runtime()
 
 
