@@ -1,7 +1,7 @@
 """The command line imports only what a command needs: ``--help`` and a BM25 question load
-no model library, and a question to the scanner loads neither sentence-transformers,
-transformers, scikit-learn, Ray nor FastAPI (their imports once made a second question take
-11 s of the 18)."""
+no model library, and a second question to the scanner runs on ONNX Runtime alone, without
+torch, sentence-transformers, transformers, scikit-learn, Ray or FastAPI (their imports once
+made a second question take 11 s of the 18)."""
 
 from __future__ import annotations
 
@@ -64,8 +64,8 @@ def test_a_bm25_question_imports_no_model_library(novel_path: Path, tmp_path: Pa
 def test_a_second_scanner_question_imports_only_the_scan_path(
     novel_path: Path, tmp_path: Path
 ) -> None:
-    """The first question exports the encoder to ONNX once (through torch and transformers);
-    later ones run it through ONNX Runtime."""
+    """The first question exports the encoder and the scan network to ONNX once (through
+    torch and transformers); later ones run them through ONNX Runtime."""
     imported(["ask", "-q", "Who fell down the hole?", str(novel_path)], tmp_path)
     modules = imported(["ask", "-q", "What did the cat say?", str(novel_path)], tmp_path)
     assert "onnxruntime" in modules

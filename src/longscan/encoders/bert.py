@@ -188,7 +188,7 @@ class OnnxBert:
 
     def __init__(self, path: Path, threads: int | None = None) -> None:
         self.path = path
-        self.session = _session(path, threads or default_threads())
+        self.session = onnx_session(path, threads or default_threads())
 
     def hidden_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         feeds = {
@@ -208,7 +208,7 @@ def default_threads() -> int | None:
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 
-def _session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
+def onnx_session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
     try:
         import onnxruntime
     except ImportError:

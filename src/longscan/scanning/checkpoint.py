@@ -15,13 +15,15 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from longscan import __version__
 from longscan.encoders.cache import file_sha256
 from longscan.models.config import ScannerConfig
-from longscan.models.scanner import ScannerEnsemble, ScannerModel
 from longscan.scanning.features import FEATURE_NAMES
+
+if TYPE_CHECKING:  # torch loads only with a network, never for reading a config
+    from longscan.models.scanner import ScannerEnsemble, ScannerModel
 
 FORMAT = "longscan-scanner"
 FORMAT_VERSION = 1
@@ -29,7 +31,7 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 DEFAULT_CHECKPOINT = "scanner-minilm"
 
-ScanNetwork = ScannerModel | ScannerEnsemble
+ScanNetwork: TypeAlias = "ScannerModel | ScannerEnsemble"
 
 
 class CheckpointError(ValueError):
@@ -57,6 +59,8 @@ def save_checkpoint(
 ) -> Path:
     """Write weights, then the config that vouches for them (with their hash)."""
     from safetensors.torch import save_file
+
+    from longscan.models.scanner import ScannerEnsemble
 
     directory.mkdir(parents=True, exist_ok=True)
     weights = directory / WEIGHTS_FILE
@@ -115,6 +119,25 @@ def read_info(directory: Path) -> tuple[CheckpointInfo, dict[str, Any]]:
     return info, raw
 
 
+def verified_info(directory: Path) -> tuple[CheckpointInfo, str]:
+    """The checkpoint's config and its weights' SHA-256, after checking the weights file has
+    that hash (without loading it, so without torch).
+
+    Raises:
+        CheckpointError: missing files, a corrupt config, or weights that do not match it.
+    """
+    info, raw = read_info(directory)
+    weights = directory / WEIGHTS_FILE
+    if not weights.is_file():
+        raise CheckpointError(f"{directory}: missing {WEIGHTS_FILE}")
+    digest = file_sha256(weights)
+    if digest != raw.get("weights_sha256"):
+        raise CheckpointError(
+            f"{weights}: SHA-256 does not match {CONFIG_FILE}; the file is corrupt or was replaced"
+        )
+    return info, digest
+
+
 def load_checkpoint(directory: Path | None = None) -> tuple[ScanNetwork, CheckpointInfo]:
     """Load a checkpoint after checking its config and the hash of its weights.
 
@@ -124,15 +147,11 @@ def load_checkpoint(directory: Path | None = None) -> tuple[ScanNetwork, Checkpo
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
+    from longscan.models.scanner import ScannerEnsemble, ScannerModel
+
     directory = Path(directory) if directory is not None else default_checkpoint_dir()
-    info, raw = read_info(directory)
+    info, _ = verified_info(directory)
     weights = directory / WEIGHTS_FILE
-    if not weights.is_file():
-        raise CheckpointError(f"{directory}: missing {WEIGHTS_FILE}")
-    if file_sha256(weights) != raw.get("weights_sha256"):
-        raise CheckpointError(
-            f"{weights}: SHA-256 does not match {CONFIG_FILE}; the file is corrupt or was replaced"
-        )
     try:
         state = load_file(str(weights))
     except (SafetensorError, OSError) as error:

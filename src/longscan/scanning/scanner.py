@@ -14,14 +14,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Self
 
 import numpy as np
-import torch
 
-from longscan.devices import torch_device
 from longscan.documents import Document
+from longscan.encoders.bert import chosen_runtime
 from longscan.encoders.cache import EmbeddingCache, default_cache_dir
 from longscan.encoders.contextual import ContextualSentenceEncoder, Progress
 from longscan.encoders.minilm import bound_allocator, get_encoder
-from longscan.scanning.checkpoint import CheckpointInfo, ScanNetwork, load_checkpoint
+from longscan.models.onnx import OnnxScanNetwork, export_graphs, exportable
+from longscan.scanning.checkpoint import (
+    CheckpointInfo,
+    ScanNetwork,
+    default_checkpoint_dir,
+    load_checkpoint,
+    verified_info,
+)
 from longscan.scanning.features import LexicalFeatures
 
 if TYPE_CHECKING:  # the re-ranker reads the checkpoint module, which imports this package
@@ -70,7 +76,8 @@ class Scanner:
     """Scores every sentence of a document (or a collection read in order) for a query.
 
     Args:
-        model: The trained scan network (or an ensemble of several).
+        model: The trained scan network (or an ensemble of several), in PyTorch or in ONNX
+            Runtime (``from_pretrained`` chooses, see ``longscan.models.onnx``).
         info: What the checkpoint says about the encoder and features.
         cache: Per-document sentence-vector cache (default: on disk).
         mode: ``"stream"`` (carry the state across windows; any length, constant memory) or
@@ -83,7 +90,7 @@ class Scanner:
 
     def __init__(
         self,
-        model: ScanNetwork,
+        model: ScanNetwork | OnnxScanNetwork,
         info: CheckpointInfo,
         cache: EmbeddingCache | None = None,
         mode: ScanMode = "stream",
@@ -94,7 +101,11 @@ class Scanner:
         if mode not in ("stream", "sliding"):
             raise ValueError(f"unknown scan mode {mode!r}; use 'stream' or 'sliding'")
         bound_allocator()  # streaming a long document keeps peak memory flat
-        self.model = model.eval().to(torch_device())
+        if not isinstance(model, OnnxScanNetwork):
+            from longscan.devices import torch_device
+
+            model = model.eval().to(torch_device())
+        self.model = model
         self.info = info
         self.cache = cache or EmbeddingCache(default_cache_dir() / "sentences")
         self.mode = mode
@@ -114,10 +125,29 @@ class Scanner:
         cls, directory: Path | None = None, rescore: bool = False, **kwargs: object
     ) -> Self:
         """Load the shipped checkpoint (or the one in ``directory``); with ``rescore``, the
-        shipped cross-encoder re-scores the scan's best sentences (``shipped_rounds``)."""
+        shipped cross-encoder re-scores the scan's best sentences (``shipped_rounds``).
+
+        Where ``chosen_runtime()`` is ``onnx`` (a CPU) and the network streams in one causal
+        pass, it runs through ONNX Runtime from graphs exported once into the cache.
+
+        Raises:
+            CheckpointError: missing, corrupt or mismatched checkpoint files.
+        """
         from longscan.rerankers.rounds import shipped_rounds
 
-        model, info = load_checkpoint(directory)
+        directory = Path(directory) if directory is not None else default_checkpoint_dir()
+        info, weights_sha256 = verified_info(directory)
+        model: ScanNetwork | OnnxScanNetwork
+        if chosen_runtime() == "onnx" and exportable(info.config):
+            graphs = export_graphs(
+                lambda: load_checkpoint(directory)[0],
+                weights_sha256,
+                info.members,
+                default_cache_dir(),
+            )
+            model = OnnxScanNetwork(info.config, graphs)
+        else:
+            model, info = load_checkpoint(directory)
         if rescore and "rounds" not in kwargs:
             kwargs["rounds"] = shipped_rounds()
         return cls(model, info, **kwargs)  # type: ignore[arg-type]
@@ -180,13 +210,19 @@ class Scanner:
             seen[start:stop] += 1
         return total / seen
 
-    @torch.inference_mode()
     def _scan(self, vectors: np.ndarray, query: np.ndarray, features: np.ndarray) -> np.ndarray:
+        if isinstance(self.model, OnnxScanNetwork):
+            return self.model.scan(vectors, query, features)
+        import torch
+
         device = next(self.model.parameters()).device
-        logits = self.model.scan(
-            torch.from_numpy(vectors)[None].to(device),
-            torch.from_numpy(query)[None].to(device),
-            torch.from_numpy(features)[None].to(device) if self.model.config.n_features else None,
-            window=self.window_sentences,
-        )
+        with torch.inference_mode():
+            logits = self.model.scan(
+                torch.from_numpy(vectors)[None].to(device),
+                torch.from_numpy(query)[None].to(device),
+                torch.from_numpy(features)[None].to(device)
+                if self.model.config.n_features
+                else None,
+                window=self.window_sentences,
+            )
         return logits[0].double().cpu().numpy()
