@@ -17,10 +17,20 @@ REPO = Path(__file__).resolve().parents[1]
 NOVEL = REPO / "src" / "longscan" / "data" / "sample_novel.txt"
 
 
+@pytest.fixture(scope="session")
+def onnx_exports(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder of ONNX exports for the session: they derive from shipped weights alone."""
+    return tmp_path_factory.mktemp("onnx")
+
+
 @pytest.fixture(autouse=True)
-def isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Every test gets its own on-disk cache, so no test sees another's vectors."""
+def isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, onnx_exports: Path
+):
+    """Every test gets its own on-disk cache, so no test sees another's vectors; the ONNX
+    exports of the shipped networks are shared (each would take seconds to make again)."""
     directory = tmp_path_factory.mktemp("cache")
+    (directory / "onnx").symlink_to(onnx_exports, target_is_directory=True)
     monkeypatch.setenv("LONGSCAN_CACHE_DIR", str(directory))
     return directory
 
