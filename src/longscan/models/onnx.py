@@ -73,28 +73,36 @@ class OnnxScanNetwork:
         self, index: int, sentences: np.ndarray, query: np.ndarray, features: np.ndarray
     ) -> np.ndarray:
         embed, stacks = self.members[index]
-        feeds = {"sentences": sentences[None], "query": query[None]}
-        if self.config.n_features:
-            feeds["features"] = features[None].astype(np.float32)
-        steps, query_step, prior = embed.run(None, feeds)
-        sequence = np.concatenate([query_step, steps[0]])  # (1 + l, d_model): [q; s_1..s_l]
+        length = len(sentences)
+        logits = np.empty(length + 1, dtype=np.float32)  # [q; s_1..s_l]
+        prior = np.zeros(length)
         states = _zero_states(self.config)
-        logits = np.empty(len(sequence), dtype=np.float32)
-        start = 0
-        while start < len(sequence):
-            width = WIDE if len(sequence) - start >= WIDE else NARROW
-            window = sequence[start : start + width]
+        pending = np.zeros((0, self.config.d_model), dtype=np.float32)  # embedded, not read
+        done = read = 0  # sentences embedded; steps read, the query step included
+        while read < length + 1:
+            if len(pending) < WIDE and done < length:  # embed by windows: memory stays flat
+                feeds = {"sentences": sentences[None, done : done + WIDE], "query": query[None]}
+                if self.config.n_features:
+                    feeds["features"] = features[None, done : done + WIDE].astype(np.float32)
+                steps, query_step, window_prior = embed.run(None, feeds)
+                prior[done : done + WIDE] = window_prior[0]
+                head = [query_step] if done == 0 else []
+                pending = np.concatenate([pending, *head, steps[0]])
+                done += steps.shape[1]
+                continue
+            width = WIDE if len(pending) >= WIDE else NARROW
+            window, pending = pending[:width], pending[width:]
             real = len(window)
             padded = np.zeros((1, width, window.shape[1]), dtype=np.float32)
             padded[0, :real] = window
             mask = np.arange(width)[None] < real
             carried = dict(zip(state_names(self.config), states, strict=True))
             outputs = stacks[width].run(None, {"steps": padded, "mask": mask, **carried})
-            logits[start : start + real] = outputs[0][0, :real]
+            logits[read : read + real] = outputs[0][0, :real]
             states = outputs[1:]
-            start += real
+            read += real
         scores = logits[1:].astype(np.float64)  # the query step has no score
-        return scores + prior[0] if self.config.feature_skip else scores
+        return scores + prior if self.config.feature_skip else scores
 
 
 def state_names(config: ScannerConfig) -> list[str]:
