@@ -47,14 +47,11 @@ def test_cuda_without_a_gpu_says_so(monkeypatch) -> None:
 @pytest.mark.parametrize("runtime", ["torch", "onnx"])
 def test_the_scanner_and_encoder_run_on_the_chosen_device(runtime: str, monkeypatch) -> None:
     """PyTorch runs them on the chosen device; ONNX Runtime (the CPU's default) on the CPU."""
-    from longscan.encoders.minilm import get_encoder
     from longscan.models.onnx import OnnxScanNetwork
     from longscan.scanning.scanner import Scanner
 
     monkeypatch.setenv("LONGSCAN_RUNTIME", runtime)
-    get_encoder.cache_clear()
     scanner = Scanner.from_pretrained()
-    get_encoder.cache_clear()
     expected = torch.device(torch_device()).type if runtime == "torch" else "cpu"
     if runtime == "torch":
         assert next(scanner.model.parameters()).device.type == expected

@@ -143,7 +143,6 @@ def packaged_model() -> SentenceTransformer:
     return SentenceTransformer(str(packaged_model_dir()), device=torch_device())
 
 
-@cache
 def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> SentenceEncoder:
     """Load (once per process) the packaged encoder, fully offline; with ``adapter`` (a
     directory written by ``longscan train-encoder``), its fine-tuned updates merged in.
@@ -159,6 +158,12 @@ def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> Sent
         EncoderRuntimeError: ``LONGSCAN_RUNTIME`` names no runtime, or onnxruntime
             is missing.
     """
+    # one cache key however the arguments are passed, and one per runtime
+    return _loaded_encoder(name, adapter, chosen_runtime())
+
+
+@cache
+def _loaded_encoder(name: str, adapter: str | None, runtime: str) -> SentenceEncoder:
     quantized = name.endswith(QUANTIZED)
     if name.removesuffix(QUANTIZED) != DEFAULT_ENCODER:
         raise ValueError(
@@ -173,7 +178,7 @@ def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> Sent
         tuned = read_adapter(adapter_path, rebuild="longscan train-encoder")
         name = f"{name}+{tuned.digest[:16]}"
     body: BertBody
-    if quantized or chosen_runtime() == "onnx":
+    if quantized or runtime == "onnx":
         body = OnnxBert(onnx_export(quantized, adapter_path))
     else:
         body = TorchBert.packaged()

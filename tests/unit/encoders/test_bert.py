@@ -126,3 +126,14 @@ def test_the_runtime_is_chosen_by_the_variable_else_by_the_device(monkeypatch) -
 def test_an_unknown_encoder_name_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match=r"unknown encoder 'bert-large'.*\+int8"):
         get_encoder("bert-large")
+
+
+def test_one_encoder_per_process_however_it_is_named(monkeypatch) -> None:
+    """The scanner names its encoder, the bank does not: both must share one ONNX session
+    (a second would cost memory and, on a fresh cache, an export inside a request)."""
+    monkeypatch.setenv("LONGSCAN_RUNTIME", "onnx")
+    shared = get_encoder()
+    assert get_encoder(DEFAULT_ENCODER) is shared
+    assert get_encoder(name=DEFAULT_ENCODER, adapter=None) is shared
+    monkeypatch.setenv("LONGSCAN_RUNTIME", "torch")
+    assert get_encoder() is not shared  # another runtime, another body
