@@ -244,9 +244,17 @@ def command_seconds(args: list[str], cache: Path, threads: int, repeats: int) ->
     return min(times)
 
 
-def against(data_dir: Path, threads: int, repeats: int, ref: str, sizes: list[int]) -> None:
-    """The speed issue's bars: this checkout's scanner against ``ref``'s (a git commit, checked
-    out to a temporary worktree) in the same run, then the command line on the bundled novel."""
+def against(
+    data_dir: Path,
+    threads: int,
+    repeats: int,
+    ref: str,
+    sizes: list[int],
+    checkpoint: Path | None = None,
+) -> None:
+    """The speed issue's bars: this checkout's scanner (``checkpoint``, default the shipped
+    one) against ``ref``'s shipped one (a git commit, checked out to a temporary worktree) in
+    the same run, then the command line on the bundled novel (shipped checkpoint)."""
     root = Path(__file__).resolve().parents[1]
     requeries = len(REQUERY_QUESTIONS)
     with tempfile.TemporaryDirectory() as folder:
@@ -271,6 +279,7 @@ def against(data_dir: Path, threads: int, repeats: int, ref: str, sizes: list[in
                     "scanner",
                     threads,
                     repeats if size == min(sizes) else 1,
+                    checkpoint=checkpoint,
                     requeries=requeries,
                 )
                 for size, doc in docs.items()
@@ -359,7 +368,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.against:
         sizes = sorted(int(s) for s in args.sizes.split(","))
-        against(args.data_dir, args.threads, args.repeats, args.against, sizes)
+        against(args.data_dir, args.threads, args.repeats, args.against, sizes, args.checkpoint)
         return
     if args.rescoring_cost:
         rounds = None if args.rounds is None else json.loads(args.rounds)
