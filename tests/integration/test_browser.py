@@ -40,6 +40,10 @@ ASTRAL = (  # emoji, a mathematical letter and CJK extension B: two UTF-16 units
     "𝒜 second note: the red 🔑 key opens the 𠀂 shed behind the barn.\n\n"
     "The 🎉 party was loud. Everyone left at midnight 𠀃."
 )
+# An upload is encoded into the bank before the page shows it: on a cold, loaded CI machine
+# the novel took longer than Playwright's default 5 s.
+UPLOAD_TIMEOUT_MS = 300_000
+ANSWER_TIMEOUT_MS = 180_000
 SOCKET_PATH_ROOM = 60  # Chromium adds ~40 bytes to TMPDIR for a socket path of at most 107
 CHROMIUM = shutil.which("chromium")
 if CHROMIUM is None and os.environ.get("LONGSCAN_REQUIRE_BROWSER") == "1":
@@ -117,10 +121,12 @@ def test_upload_ask_highlight_and_step_through_hits(
         page.goto(server_url)
         page.set_input_files("#upload-file", str(novel_path))
         page.click("#upload-button")
-        expect(page.locator("#doc-view")).to_have_attribute("data-rendered", "true")
+        expect(page.locator("#doc-view")).to_have_attribute(
+            "data-rendered", "true", timeout=UPLOAD_TIMEOUT_MS
+        )
         page.fill("#question", QUESTION)
         page.click("#ask-button")
-        page.wait_for_selector("body[data-state=answered]", timeout=180_000)
+        page.wait_for_selector("body[data-state=answered]", timeout=ANSWER_TIMEOUT_MS)
 
         active = page.locator("mark.hit.active")
         assert EVIDENCE in words(active.first.inner_text())
@@ -174,7 +180,9 @@ def test_a_million_characters_render_without_freezing_the_page(
                 requestAnimationFrame(tick); }"""
         )
         page.select_option("#doc-select", str(doc_id))
-        expect(page.locator("#doc-view")).to_have_attribute("data-rendered", "true")
+        expect(page.locator("#doc-view")).to_have_attribute(
+            "data-rendered", "true", timeout=UPLOAD_TIMEOUT_MS
+        )
         page.evaluate("() => { window.stopFrames = true; }")
         shown = page.evaluate("() => document.getElementById('doc-view').textContent.length")
         longest = page.evaluate("() => window.longestFrame")
@@ -191,10 +199,12 @@ def paste_and_ask(page: Any, server_url: str, name: str, text: str, question: st
     page.fill("#paste-name", name)
     page.fill("#paste-text", text)
     page.click("#paste-button")
-    expect(page.locator("#doc-view")).to_have_attribute("data-rendered", "true")
+    expect(page.locator("#doc-view")).to_have_attribute(
+            "data-rendered", "true", timeout=UPLOAD_TIMEOUT_MS
+        )
     page.fill("#question", question)
     page.click("#ask-button")
-    page.wait_for_selector("body[data-state=answered], body[data-state=failed]", timeout=180_000)
+    page.wait_for_selector("body[data-state=answered], body[data-state=failed]", timeout=ANSWER_TIMEOUT_MS)
     status = page.text_content("#status")
     assert page.locator("body").get_attribute("data-state") == "answered", status
 
