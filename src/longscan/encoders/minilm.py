@@ -84,6 +84,17 @@ class SentenceEncoder:
             bar.close()
         return output / np.maximum(np.linalg.norm(output, axis=1, keepdims=True), 1e-12)
 
+    def vector_and_tokens(self, text: str, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+        """``encode([text])[0]`` and ``token_vectors([text], max_tokens)[0]`` from one forward
+        pass when the text fits ``max_tokens`` (a question nearly always does): a re-query
+        runs MiniLM over its question once, not once per use."""
+        ids, mask = self.tokenizer.batch([text], self.max_tokens)
+        states = self.body.hidden_states(ids, mask)[0]
+        vector = unit_rows(states.mean(axis=0))  # one row, no padding: all states are real
+        if ids.shape[1] > max_tokens:  # the token states of the cut text differ
+            return vector, self.token_vectors([text], max_tokens)[0]
+        return vector, unit_rows(states[1:-1])
+
     def token_vectors(self, texts: list[str], max_tokens: int) -> list[np.ndarray]:
         """Each text's L2-normalised final token states ``(tokens, dim)`` float32, without
         [CLS] and [SEP]: the inputs of late interaction (ColBERT's MaxSim), which matches
@@ -95,10 +106,14 @@ class SentenceEncoder:
         if not texts:
             return []
         ids, mask = self.tokenizer.batch(texts, max_tokens)
-        states = self.body.hidden_states(ids, mask)
-        states /= np.maximum(np.linalg.norm(states, axis=-1, keepdims=True), 1e-12)
+        states = unit_rows(self.body.hidden_states(ids, mask))
         lengths = mask.sum(axis=1).tolist()
         return [states[row, 1 : n - 1].copy() for row, n in enumerate(lengths)]
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` scaled to unit length along the last axis (zero vectors stay zero)."""
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
 
 
 MMAP_THRESHOLD_BYTES = 128 * 1024

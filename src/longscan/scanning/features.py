@@ -80,6 +80,15 @@ class LexicalFeatures:
         self.encoder = encoder
         self._tokens: OrderedDict[str, np.ndarray] = OrderedDict()
 
+    def query_vector(self, query: str) -> np.ndarray:
+        """The query's pooled vector; its token states, from the same forward pass, wait in
+        the token cache for ``token_match``."""
+        if self.encoder is None:
+            raise ValueError("encoding a query needs the sentence encoder")
+        vector, tokens = self.encoder.vector_and_tokens(query, TOKEN_MATCH_MAX_TOKENS)
+        self._remember_tokens(query, tokens)
+        return vector
+
     def first_stage(
         self,
         query: str,
@@ -186,9 +195,17 @@ class LexicalFeatures:
         for text in texts:
             self._tokens.move_to_end(text)
             result.append(self._tokens[text])
+        self._trim_tokens()
+        return result
+
+    def _remember_tokens(self, text: str, tokens: np.ndarray) -> None:
+        self._tokens[text] = tokens
+        self._tokens.move_to_end(text)
+        self._trim_tokens()
+
+    def _trim_tokens(self) -> None:
         while len(self._tokens) > TOKEN_CACHE_SIZE:
             self._tokens.popitem(last=False)
-        return result
 
     def _add_feedback(
         self,

@@ -19,7 +19,7 @@ from longscan.documents import Document
 from longscan.encoders.bert import chosen_runtime
 from longscan.encoders.cache import EmbeddingCache, default_cache_dir
 from longscan.encoders.contextual import ContextualSentenceEncoder, Progress
-from longscan.encoders.minilm import bound_allocator, get_encoder
+from longscan.encoders.minilm import bound_allocator
 from longscan.models.onnx import OnnxScanNetwork, export_graphs, exportable
 from longscan.scanning.checkpoint import (
     CheckpointInfo,
@@ -112,7 +112,7 @@ class Scanner:
         self.sliding = sliding or SlidingWindow()
         self.window_sentences = window_sentences
         self.rounds = rounds
-        self.encoder = ContextualSentenceEncoder(get_encoder(info.encoder.split("/")[0]))
+        self.encoder = ContextualSentenceEncoder.from_name(info.encoder)
         if self.encoder.name != info.encoder:
             raise ValueError(
                 f"the checkpoint was trained on {info.encoder!r} vectors, "
@@ -159,7 +159,8 @@ class Scanner:
         return self.encoder.cached_vectors(document, self.cache, progress, on_progress)
 
     def query_vector(self, query: str) -> np.ndarray:
-        return self.encoder.encoder.encode([query])[0]
+        """The query's vector; its token states come from the same pass (``token_match``)."""
+        return self.features.query_vector(query)
 
     def score(
         self, query: str, documents: Sequence[Document], progress: bool = False

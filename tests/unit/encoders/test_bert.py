@@ -77,6 +77,17 @@ def test_onnx_float32_gives_the_reference_vectors(
     assert (in_context * expected).sum(axis=1).min() > 0.99999
 
 
+def test_one_pass_gives_a_questions_vector_and_its_token_states(sentences: list[str]) -> None:
+    """A re-query encodes its question once: the pooled vector and the token states match
+    ``encode`` and ``token_vectors``, also for a question longer than the token cut."""
+    encoder = get_encoder()
+    for text in ["Who painted the roses red?", sentences[5], " ".join(sentences[:40])]:
+        vector, tokens = encoder.vector_and_tokens(text, 48)
+        np.testing.assert_allclose(vector, encoder.encode([text])[0], atol=1e-5)
+        np.testing.assert_allclose(tokens, encoder.token_vectors([text], 48)[0], atol=1e-5)
+        assert len(tokens) <= 46
+
+
 def test_int8_ranks_sentences_as_the_reference_does(data_dir: Path) -> None:
     """On real SQuAD questions over ~3,000-word documents, the int8 export's top ten
     sentences (in context, by cosine with the question) are the reference's: 9.58 of 10 on
