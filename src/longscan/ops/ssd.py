@@ -225,14 +225,21 @@ def ssd_chunked(
 
     # 3. Intra-chunk outputs (the diagonal blocks): y_l = sum_{s<=l} C_l.B_s decay(s->l) xdt_s.
     decay_ls = torch.exp(segsum(A_dt))  # (b, g, r, c, cs_l, cs_s), zeros above the diagonal
-    CB = torch.einsum("bclgn,bcsgn->bgcls", C, B)  # (b, g, c, cs_l, cs_s)
+    # Batched matrix products rather than einsums: ONNX Runtime runs an einsum several times
+    # slower than the same product as a MatMul (a third of the exported scan's time).
+    C_g = C.permute(0, 3, 1, 2, 4)  # (b, g, c, cs_l, n)
+    B_g = B.permute(0, 3, 1, 2, 4)  # (b, g, c, cs_s, n)
+    CB = C_g @ B_g.transpose(-1, -2)  # (b, g, c, cs_l, cs_s)
     M = decay_ls * CB[:, :, None]  # (b, g, r, c, cs_l, cs_s)
-    y = torch.einsum("bgrcls,bcsgrp->bclgrp", M, xdt)  # (b, c, cs, g, r, p)
+    xdt_g = xdt.permute(0, 3, 4, 1, 2, 5)  # (b, g, r, c, cs_s, p)
+    y = (M @ xdt_g).permute(0, 3, 4, 1, 2, 5)  # (b, g, r, c, cs_l, p) -> (b, c, cs, g, r, p)
 
     # 4. Each chunk's own contribution to the state at its end.
     decay_to_end = torch.exp(A_cum[..., -1:] - A_cum)  # (b, g, r, c, cs)
     xdt_end = xdt * decay_to_end.permute(0, 3, 4, 1, 2)[..., None]  # (b, c, cs, g, r, p)
-    chunk_states = torch.einsum("bcsgn,bcsgrp->bcgrpn", B, xdt_end)  # (b, c, g, r, p, n)
+    xdt_end_t = xdt_end.permute(0, 1, 3, 4, 5, 2)  # (b, c, g, r, p, cs)
+    B_c = B.permute(0, 1, 3, 2, 4)[:, :, :, None]  # (b, c, g, 1, cs, n)
+    chunk_states = xdt_end_t @ B_c  # (b, c, g, r, p, n)
 
     # 5. Pass the state across chunks (the only sequential part; c small steps).
     chunk_decay = torch.exp(A_cum[..., -1]).permute(0, 3, 1, 2)  # (b, g, r, c) -> (b, c, g, r)
@@ -247,7 +254,9 @@ def ssd_chunked(
     start_states = torch.stack(starts, dim=1)  # (b, c, g, r, p, n): state entering each chunk
 
     # 6. Inter-chunk outputs: the entering state, decayed to each step, read out by C.
-    y_off = torch.einsum("bclgn,bcgrpn->bclgrp", C, start_states)  # (b, c, cs, g, r, p)
+    C_c = C.permute(0, 1, 3, 2, 4)[:, :, :, None]  # (b, c, g, 1, cs, n)
+    y_off = (C_c @ start_states.transpose(-1, -2)).permute(0, 1, 4, 2, 3, 5)
+    # (b, c, g, r, cs, p) -> (b, c, cs, g, r, p)
     y = y + y_off * torch.exp(A_cum).permute(0, 3, 4, 1, 2)[..., None]
 
     # 7. Merge chunks and heads, drop the padding, add the skip.
