@@ -405,6 +405,14 @@ def train_command(
             "all-MiniLM-L6-v2+int8 (its int8 export: encodes about twice as fast)."
         ),
     ] = "all-MiniLM-L6-v2",
+    context_tokens: Annotated[
+        int,
+        typer.Option(
+            min=8,
+            max=512,
+            help="Tokens per window of paragraph context the encoder reads (fewer: faster).",
+        ),
+    ] = 256,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train the scanner on the shared datasets' train splits and/or synthetic examples, and
@@ -439,6 +447,7 @@ def train_command(
             listwise=listwise,
             sentence_labels=sentence_labels,
             encoder=encoder,
+            context_tokens=context_tokens,
         )
         report = run_training(args, out, data_cache=data_cache)
     except (ValueError, FileNotFoundError, CheckpointError) as error:

@@ -19,8 +19,9 @@ import numpy as np
 
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, spans_digest
-from longscan.encoders.minilm import SentenceEncoder
+from longscan.encoders.minilm import SentenceEncoder, get_encoder
 
+DEFAULT_WINDOW_TOKENS = 256  # MiniLM was trained at 256 tokens or fewer
 BLOCK_SENTENCES = 2048
 MIN_FILL = 0.95
 """Share of a batch's tokens that must be real (not padding)."""
@@ -50,7 +51,7 @@ class ContextualSentenceEncoder:
     def __init__(
         self,
         encoder: SentenceEncoder,
-        window_tokens: int = 256,
+        window_tokens: int = DEFAULT_WINDOW_TOKENS,
         batch_tokens: int = 8192,
         paragraph_cache_size: int = 0,
     ) -> None:
@@ -62,6 +63,19 @@ class ContextualSentenceEncoder:
         self.paragraph_cache_size = paragraph_cache_size
         self._paragraphs: OrderedDict[str, np.ndarray] = OrderedDict()
         self.encoded_sentences = 0
+
+    @classmethod
+    def from_name(cls, name: str) -> ContextualSentenceEncoder:
+        """The encoder whose ``name`` is ``name`` (``ENCODER/ctxN``, as a checkpoint records
+        it), so a scanner reads vectors made exactly as its training data's were.
+
+        Raises:
+            ValueError: ``name`` is not of that form, or names an unknown encoder.
+        """
+        base, _, context = name.partition("/")
+        if not (context.startswith("ctx") and context[3:].isdigit()):
+            raise ValueError(f"{name!r} is no contextual encoder name (ENCODER/ctxN)")
+        return cls(get_encoder(base), window_tokens=int(context[3:]))
 
     @property
     def name(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from longscan.encoders.contextual import DEFAULT_WINDOW_TOKENS
 from longscan.encoders.minilm import DEFAULT_ENCODER
 from longscan.models.config import ScannerConfig
 
@@ -37,6 +38,7 @@ class TrainingArgs:
             whole supporting paragraphs (see ``read_musique``).
         encoder: The sentence encoder whose vectors the scanner learns to read
             (``all-MiniLM-L6-v2``, or ``all-MiniLM-L6-v2+int8``, its faster int8 export).
+        context_tokens: Tokens of paragraph context each window of the encoder reads.
     """
 
     model: ScannerConfig = field(default_factory=ScannerConfig)
@@ -60,6 +62,7 @@ class TrainingArgs:
     listwise: float = 0.0
     sentence_labels: bool = False
     encoder: str = DEFAULT_ENCODER
+    context_tokens: int = DEFAULT_WINDOW_TOKENS
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

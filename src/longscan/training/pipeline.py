@@ -49,6 +49,7 @@ def _data_key(args: TrainingArgs) -> str:
         DEV_EXAMPLES_PER_SOURCE,
         args.sentence_labels,
         args.encoder,
+        args.context_tokens,
         FEATURE_NAMES,  # the cached data holds every feature column,
         _file_digest(Path(features_module.__file__)),  # computed by this code
         tuple(_file_digest(Path(path)) for path in args.synthetic),
@@ -68,7 +69,9 @@ def build_data(
     folder = None if cache is None else cache / _data_key(args)
     if folder is not None and (folder / "dev" / "data.json").is_file():
         return TrainingSet.load(folder / "train"), TrainingSet.load(folder / "dev")
-    encoder = ContextualSentenceEncoder(get_encoder(args.encoder), paragraph_cache_size=500_000)
+    encoder = ContextualSentenceEncoder(
+        get_encoder(args.encoder), window_tokens=args.context_tokens, paragraph_cache_size=500_000
+    )
     vectors = None if cache is None else EmbeddingCache(cache / "vectors", max_items=0)
     fingerprints = evaluation_fingerprints(data_dir)
     common = (args.datasets, args.lengths_words)
