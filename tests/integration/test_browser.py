@@ -200,11 +200,13 @@ def paste_and_ask(page: Any, server_url: str, name: str, text: str, question: st
     page.fill("#paste-text", text)
     page.click("#paste-button")
     expect(page.locator("#doc-view")).to_have_attribute(
-            "data-rendered", "true", timeout=UPLOAD_TIMEOUT_MS
-        )
+        "data-rendered", "true", timeout=UPLOAD_TIMEOUT_MS
+    )
     page.fill("#question", question)
     page.click("#ask-button")
-    page.wait_for_selector("body[data-state=answered], body[data-state=failed]", timeout=ANSWER_TIMEOUT_MS)
+    page.wait_for_selector(
+        "body[data-state=answered], body[data-state=failed]", timeout=ANSWER_TIMEOUT_MS
+    )
     status = page.text_content("#status")
     assert page.locator("body").get_attribute("data-state") == "answered", status
 

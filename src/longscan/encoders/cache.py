@@ -71,6 +71,15 @@ def built_once(path: Path, build: Callable[[Path], None], what: str) -> Path:
     return path
 
 
+def recorded_sha256(path: Path) -> str:
+    """The SHA-256 that ``built_once`` recorded for ``path`` (checked when it returned the
+    path), or, for a file it did not build, the file's own."""
+    try:
+        return str(json.loads(path.with_suffix(".json").read_text())["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return file_sha256(path)
+
+
 def spans_digest(spans: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(spans, dtype=np.int64).tobytes()).hexdigest()[:16]
 
