@@ -37,8 +37,9 @@ def model_card(report: dict[str, Any], command: str) -> str:
 
 A sentence-level Mamba-2 scanner: {model["n_layers"]} layers per direction, d_model
 {model["d_model"]}, d_state {model["d_state"]}, {model["n_features"]} per-sentence features
-per step ({features}), over contextual all-MiniLM-L6-v2 sentence vectors
-(paragraph-aligned 256-token windows). Trained from scratch on CPU by longscan
+per step ({features}), over contextual {args.get("encoder", "all-MiniLM-L6-v2")} sentence
+vectors (paragraph-aligned {args.get("context_tokens", 256)}-token windows). Trained from
+scratch on CPU by longscan
 {report["longscan_version"]}.
 
 ## Command and seed

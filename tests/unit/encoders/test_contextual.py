@@ -60,3 +60,19 @@ def test_batches_keep_padding_small_on_many_short_paragraphs(encoder, novel) -> 
         assert width * len(batch) <= encoder.batch_tokens
         real = sum(len(w.ids) + 2 for w in batch)
         assert len(batch) == 1 or real >= contextual.MIN_FILL * width * len(batch)
+
+
+def test_a_checkpoints_encoder_name_gives_back_that_encoder(novel) -> None:
+    """A scanner rebuilds its encoder from the name its checkpoint records, window included:
+    the shorter window reads less context, so its vectors differ."""
+    short = ContextualSentenceEncoder.from_name("all-MiniLM-L6-v2/ctx64")
+    assert short.name == "all-MiniLM-L6-v2/ctx64" and short.window_tokens == 64
+    default = ContextualSentenceEncoder.from_name("all-MiniLM-L6-v2/ctx256")
+    first = Document("p", " ".join(novel.sentence_texts()[40:60]))
+    cosine = (short.encode_document(first) * default.encode_document(first)).sum(axis=1)
+    assert cosine.min() < 0.999
+    for wrong in ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2/ctx", "all-MiniLM-L6-v2/win64"):
+        with pytest.raises(ValueError, match="ENCODER/ctxN"):
+            ContextualSentenceEncoder.from_name(wrong)
+    with pytest.raises(ValueError, match="unknown encoder"):
+        ContextualSentenceEncoder.from_name("bge-small/ctx256")
