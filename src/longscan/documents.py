@@ -11,6 +11,7 @@ import errno
 import hashlib
 import logging
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -34,6 +35,16 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> str | None:
+    """Where ``text`` holds a lone surrogate (U+D800..U+DFFF), which no encoder, tokenizer
+    or hash accepts as UTF-8, described for an error message; None when it holds none."""
+    found = None if text.isascii() else _SURROGATE.search(text)
+    return None if found is None else f"U+{ord(found.group()):04X} at offset {found.start()}"
 
 
 class DocumentError(ValueError):
@@ -64,6 +75,11 @@ class Document:
     def content_hash(self) -> str:
         """SHA-256 of the text: the key of every per-document cache."""
         return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @cached_property
+    def lone_surrogate(self) -> str | None:
+        """``lone_surrogate(text)``, looked for once: every question checks its documents."""
+        return lone_surrogate(self.text)
 
     @cached_property
     def _segmentation(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

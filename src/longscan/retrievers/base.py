@@ -7,7 +7,6 @@ documents a query is asked over, exactly as a user would expect from one search 
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,19 +14,11 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from longscan.documents import Document, Evidence, check_unique_ids
+from longscan.documents import Document, Evidence, check_unique_ids, lone_surrogate
 
 UnitKind = Literal["sentence", "chunk"]
 MAX_QUERY_CHARS = 8_000
 CHUNK_WORDS = 300
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _lone_surrogate(text: str) -> str | None:
-    """Where ``text`` holds a lone surrogate (U+D800..U+DFFF), which no encoder, tokenizer
-    or hash accepts as UTF-8, described for an error message; None when it holds none."""
-    found = None if text.isascii() else _SURROGATE.search(text)
-    return None if found is None else f"U+{ord(found.group()):04X} at offset {found.start()}"
 
 
 def validate_query(query: str) -> str:
@@ -38,7 +29,7 @@ def validate_query(query: str) -> str:
         raise ValueError(
             f"the query has {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}"
         )
-    if where := _lone_surrogate(query):
+    if where := lone_surrogate(query):
         raise ValueError(f"the query holds a lone surrogate ({where}), which is not text")
     return query.strip()
 
@@ -49,7 +40,7 @@ def validate_documents(documents: Sequence[Document]) -> None:
         raise ValueError("no documents to search")
     check_unique_ids(documents)
     for document in documents:
-        if where := _lone_surrogate(document.text):
+        if where := document.lone_surrogate:
             raise ValueError(
                 f"document {document.id!r} holds a lone surrogate ({where}), which is not "
                 "text; decode its bytes with errors='replace' or read it with read_file"
