@@ -45,8 +45,8 @@ FEATURE_NAMES = (
     "token_match_rank",  # rank of token_match among the candidates, 0 for other sentences
 )
 FEEDBACK_SENTENCES = 3  # the first-pass sentences whose words, vectors and names are fed back
-TOKEN_MATCH_CANDIDATES = 20  # first-pass sentences matched token by token against the query
-TOKEN_MATCH_MAX_TOKENS = 48  # word pieces of a candidate matched (about two lines of text)
+TOKEN_MATCH_CANDIDATES = 16  # first-pass sentences matched token by token against the query
+TOKEN_MATCH_MAX_TOKENS = 32  # word pieces of a candidate matched (about a line and a half)
 TOKEN_CACHE_SIZE = 2048  # sentences whose token states are kept (re-queries, training)
 MAX_NAMES = 32  # names taken from the query or the fed-back sentences (bounds a huge query)
 # lower-case words that join a name: "Bank of England", "Ludwig van Beethoven"
