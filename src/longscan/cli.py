@@ -399,20 +399,22 @@ def train_command(
         ),
     ] = False,
     encoder: Annotated[
-        str,
+        str | None,
         typer.Option(
             help="Sentence vectors the scanner reads: all-MiniLM-L6-v2, or "
-            "all-MiniLM-L6-v2+int8 (its int8 export: encodes about twice as fast)."
+            "all-MiniLM-L6-v2+int8 (its int8 export: encodes about twice as fast). "
+            "Default: --init-from's, else all-MiniLM-L6-v2.",
         ),
-    ] = "all-MiniLM-L6-v2",
+    ] = None,
     context_tokens: Annotated[
-        int,
+        int | None,
         typer.Option(
             min=8,
             max=512,
-            help="Tokens per window of paragraph context the encoder reads (fewer: faster).",
+            help="Tokens per window of paragraph context the encoder reads (fewer: faster). "
+            "Default: --init-from's, else 256.",
         ),
-    ] = 256,
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train the scanner on the shared datasets' train splits and/or synthetic examples, and
@@ -425,6 +427,7 @@ def train_command(
     from longscan.training.pipeline import run_training
 
     try:
+        encoder, context_tokens = _reading(init_from, encoder, context_tokens)
         args = TrainingArgs(
             model=ScannerConfig(
                 d_model=d_model,
@@ -454,6 +457,22 @@ def train_command(
         raise _fail(str(error)) from None
     console.print_json(json.dumps({k: report[k] for k in ("dev_metrics", "seconds_total")}))
     console.print(f"wrote {out}", highlight=False)
+
+
+def _reading(
+    init_from: Path | None, encoder: str | None, context_tokens: int | None
+) -> tuple[str, int]:
+    """The encoder and window a training run reads: those given, else those of the
+    checkpoint it fine-tunes (which refuses any other), else the defaults."""
+    from longscan.encoders.contextual import DEFAULT_WINDOW_TOKENS, parse_name
+    from longscan.encoders.minilm import DEFAULT_ENCODER
+
+    base, window = DEFAULT_ENCODER, DEFAULT_WINDOW_TOKENS
+    if init_from is not None:
+        from longscan.scanning.checkpoint import read_info
+
+        base, window = parse_name(read_info(init_from)[0].encoder)
+    return encoder or base, context_tokens or window
 
 
 @app.command(name="train-encoder")

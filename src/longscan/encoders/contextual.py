@@ -28,6 +28,18 @@ MIN_FILL = 0.95
 Progress = Callable[[int, int], None]  # (sentences encoded so far, sentences to encode)
 
 
+def parse_name(name: str) -> tuple[str, int]:
+    """``ENCODER/ctxN`` (a contextual encoder's name) as ``(ENCODER, N)``.
+
+    Raises:
+        ValueError: ``name`` is not of that form.
+    """
+    base, _, context = name.partition("/")
+    if not (base and context.startswith("ctx") and context[3:].isdigit()):
+        raise ValueError(f"{name!r} is no contextual encoder name (ENCODER/ctxN)")
+    return base, int(context[3:])
+
+
 @dataclass(frozen=True)
 class _Window:
     """Token ids of one window and the sentence each token range belongs to."""
@@ -72,10 +84,8 @@ class ContextualSentenceEncoder:
         Raises:
             ValueError: ``name`` is not of that form, or names an unknown encoder.
         """
-        base, _, context = name.partition("/")
-        if not (context.startswith("ctx") and context[3:].isdigit()):
-            raise ValueError(f"{name!r} is no contextual encoder name (ENCODER/ctxN)")
-        return cls(get_encoder(base), window_tokens=int(context[3:]))
+        base, window = parse_name(name)
+        return cls(get_encoder(base), window_tokens=window)
 
     @property
     def name(self) -> str:

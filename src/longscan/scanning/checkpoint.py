@@ -12,7 +12,7 @@ fails with a message instead of scoring garbage.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from longscan import __version__
 from longscan.encoders.cache import file_sha256
 from longscan.models.config import ScannerConfig
-from longscan.scanning.features import FEATURE_NAMES
+from longscan.scanning.features import (
+    DEFAULT_TOKEN_MATCH,
+    FEATURE_NAMES,
+    LEGACY_TOKEN_MATCH,
+    TokenMatch,
+)
 
 if TYPE_CHECKING:  # torch loads only with a network, never for reading a config
     from longscan.models.scanner import ScannerEnsemble, ScannerModel
@@ -47,6 +52,7 @@ class CheckpointInfo:
     features: tuple[str, ...]
     metadata: dict[str, Any]
     members: int = 1
+    token_match: TokenMatch = DEFAULT_TOKEN_MATCH
 
 
 def default_checkpoint_dir() -> Path:
@@ -55,7 +61,11 @@ def default_checkpoint_dir() -> Path:
 
 
 def save_checkpoint(
-    model: ScanNetwork, directory: Path, encoder: str, metadata: dict[str, Any] | None = None
+    model: ScanNetwork,
+    directory: Path,
+    encoder: str,
+    metadata: dict[str, Any] | None = None,
+    token_match: TokenMatch = DEFAULT_TOKEN_MATCH,
 ) -> Path:
     """Write weights, then the config that vouches for them (with their hash)."""
     from safetensors.torch import save_file
@@ -74,6 +84,7 @@ def save_checkpoint(
         "members": len(model.members) if isinstance(model, ScannerEnsemble) else 1,
         "encoder": encoder,
         "features": list(FEATURE_NAMES[: model.config.n_features]),
+        "token_match": asdict(token_match),
         "weights_sha256": file_sha256(weights),
         "metadata": metadata or {},
     }
@@ -115,7 +126,14 @@ def read_info(directory: Path) -> tuple[CheckpointInfo, dict[str, Any]]:
     if isinstance(members, bool) or not isinstance(members, int) or members < 1:
         raise CheckpointError(f"{config_path}: members must be a positive integer, got {members!r}")
     encoder = str(raw.get("encoder", ""))
-    info = CheckpointInfo(config, encoder, features, raw.get("metadata", {}), members)
+    try:  # configs written before the settings were recorded used the legacy ones
+        token_match = (
+            TokenMatch(**raw["token_match"]) if "token_match" in raw else LEGACY_TOKEN_MATCH
+        )
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{config_path}: invalid token_match ({error})") from None
+    metadata = raw.get("metadata", {})
+    info = CheckpointInfo(config, encoder, features, metadata, members, token_match)
     return info, raw
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from itertools import dropwhile
 from typing import Any
@@ -45,8 +46,6 @@ FEATURE_NAMES = (
     "token_match_rank",  # rank of token_match among the candidates, 0 for other sentences
 )
 FEEDBACK_SENTENCES = 3  # the first-pass sentences whose words, vectors and names are fed back
-TOKEN_MATCH_CANDIDATES = 16  # first-pass sentences matched token by token against the query
-TOKEN_MATCH_MAX_TOKENS = 32  # word pieces of a candidate matched (about a line and a half)
 TOKEN_CACHE_SIZE = 2048  # sentences whose token states are kept (re-queries, training)
 MAX_NAMES = 32  # names taken from the query or the fed-back sentences (bounds a huge query)
 # lower-case words that join a name: "Bank of England", "Ludwig van Beethoven"
@@ -66,6 +65,27 @@ _NAME_WORD = re.compile(r"[^\W_][\w'’\-]*")
 N_FEATURES = len(FEATURE_NAMES)
 
 
+@dataclass(frozen=True)
+class TokenMatch:
+    """How ``token_match`` reads the first pass: its ``candidates`` best sentences, each cut
+    to ``max_tokens`` word pieces. A checkpoint records the values it was trained with, since
+    other values give other columns (fewer make a re-query cheaper).
+    """
+
+    candidates: int = 16
+    max_tokens: int = 32  # about a line and a half of text
+
+    def __post_init__(self) -> None:
+        for name in ("candidates", "max_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"token match {name} must be a positive integer, not {value!r}")
+
+
+DEFAULT_TOKEN_MATCH = TokenMatch()  # what training computes
+LEGACY_TOKEN_MATCH = TokenMatch(candidates=20, max_tokens=48)  # checkpoints that name none
+
+
 class LexicalFeatures:
     """Computes ``(n_sentences, N_FEATURES)`` features; per-document indexes are cached.
 
@@ -73,11 +93,18 @@ class LexicalFeatures:
         encoder: The sentence encoder whose token states give ``token_match``; without one,
             ``for_scan`` can only fill the columns before it.
         max_cached: Document indexes kept.
+        token_match: How the token-match columns read the first pass (a checkpoint's own).
     """
 
-    def __init__(self, encoder: SentenceEncoder | None = None, max_cached: int = 64) -> None:
+    def __init__(
+        self,
+        encoder: SentenceEncoder | None = None,
+        max_cached: int = 64,
+        token_match: TokenMatch = DEFAULT_TOKEN_MATCH,
+    ) -> None:
         self.indexes = SentenceIndexes(max_cached)
         self.encoder = encoder
+        self.token_match = token_match
         self._tokens: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def query_vector(self, query: str) -> np.ndarray:
@@ -85,7 +112,7 @@ class LexicalFeatures:
         the token cache for ``token_match``."""
         if self.encoder is None:
             raise ValueError("encoding a query needs the sentence encoder")
-        vector, tokens = self.encoder.vector_and_tokens(query, TOKEN_MATCH_MAX_TOKENS)
+        vector, tokens = self.encoder.vector_and_tokens(query, self.token_match.max_tokens)
         self._remember_tokens(query, tokens)
         return vector
 
@@ -176,7 +203,7 @@ class LexicalFeatures:
         query tokens of the best cosine with any sentence token. Only a few candidates are
         encoded, so a re-query stays cheap.
         """
-        top = np.sort(first_pass[:TOKEN_MATCH_CANDIDATES])
+        top = np.sort(first_pass[: self.token_match.candidates])
         texts = SentencePositions(documents).texts(top)
         query_tokens, *candidates = self._token_vectors([query, *texts])
         match = np.array([max_sim(query_tokens, tokens) for tokens in candidates])
@@ -188,7 +215,7 @@ class LexicalFeatures:
         if self.encoder is None:
             raise ValueError("the token_match features need the sentence encoder")
         missing = list(dict.fromkeys(t for t in texts if t not in self._tokens))
-        encoded = self.encoder.token_vectors(missing, TOKEN_MATCH_MAX_TOKENS)
+        encoded = self.encoder.token_vectors(missing, self.token_match.max_tokens)
         for text, tokens in zip(missing, encoded, strict=True):
             self._tokens[text] = tokens
         result = []

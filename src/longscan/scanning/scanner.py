@@ -118,7 +118,7 @@ class Scanner:
                 f"the checkpoint was trained on {info.encoder!r} vectors, "
                 f"this scanner makes {self.encoder.name!r}"
             )
-        self.features = LexicalFeatures(self.encoder.encoder)
+        self.features = LexicalFeatures(self.encoder.encoder, token_match=info.token_match)
 
     @classmethod
     def from_pretrained(

@@ -30,10 +30,11 @@ def combine_checkpoints(members: Sequence[Path], out_dir: Path, command: str) ->
     for path, (model, info) in zip(members, loaded, strict=True):
         if not isinstance(model, ScannerModel):
             raise ValueError(f"{path} is already an ensemble; combine its members instead")
-        if (info.config, info.encoder, info.features) != (
+        if (info.config, info.encoder, info.features, info.token_match) != (
             first.config,
             first.encoder,
             first.features,
+            first.token_match,
         ):
             raise ValueError(f"{path}: another config, encoder or feature set than {members[0]}")
     reports, cards = zip(*(_trained(Path(path)) for path in members), strict=True)
@@ -41,7 +42,7 @@ def combine_checkpoints(members: Sequence[Path], out_dir: Path, command: str) ->
     for slot, (model, _) in zip(ensemble.members, loaded, strict=True):
         slot.load_state_dict(model.state_dict())
     metadata = {"members": [info.metadata for _, info in loaded]}
-    save_checkpoint(ensemble, out_dir, first.encoder, metadata=metadata)
+    save_checkpoint(ensemble, out_dir, first.encoder, metadata, first.token_match)
     report = {"members": list(reports)}
     (out_dir / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
     (out_dir / CARD_FILE).write_text(ensemble_card(list(reports), cards[0], command))

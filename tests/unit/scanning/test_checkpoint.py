@@ -7,7 +7,12 @@ import pytest
 import torch
 
 from longscan.scanning import CheckpointError, load_checkpoint, save_checkpoint
-from longscan.scanning.checkpoint import CONFIG_FILE, WEIGHTS_FILE, default_checkpoint_dir
+from longscan.scanning.checkpoint import (
+    CONFIG_FILE,
+    WEIGHTS_FILE,
+    default_checkpoint_dir,
+    verified_info,
+)
 
 
 def test_round_trip_gives_identical_logits(tiny_checkpoint: Path, make_tiny_model) -> None:
@@ -123,3 +128,27 @@ def test_ensemble_of_a_single_network_is_refused(tiny_checkpoint: Path) -> None:
     (tiny_checkpoint / CONFIG_FILE).write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="do not fit"):
         load_checkpoint(tiny_checkpoint)
+
+
+def test_a_checkpoint_keeps_the_token_match_it_was_trained_with(
+    tmp_path: Path, make_tiny_model
+) -> None:
+    """The token-match columns depend on how many first-pass sentences are matched and how
+    many word pieces each keeps: a checkpoint records both, and one written before they were
+    recorded reads with the values it was trained with (20 and 48)."""
+    from longscan.scanning.features import LEGACY_TOKEN_MATCH, TokenMatch
+
+    directory = save_checkpoint(
+        make_tiny_model(), tmp_path / "a", "all-MiniLM-L6-v2/ctx256", token_match=TokenMatch(7, 9)
+    )
+    assert verified_info(directory)[0].token_match == TokenMatch(candidates=7, max_tokens=9)
+    config = json.loads((directory / CONFIG_FILE).read_text())
+    del config["token_match"]
+    (directory / CONFIG_FILE).write_text(json.dumps(config))
+    assert verified_info(directory)[0].token_match == LEGACY_TOKEN_MATCH
+    config["token_match"] = {"candidates": 0, "max_tokens": 32}
+    (directory / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="invalid token_match"):
+        verified_info(directory)
+    shipped = verified_info(default_checkpoint_dir())[0]
+    assert shipped.token_match == TokenMatch()  # the shipped scanner reads what training makes

@@ -10,8 +10,8 @@ from longscan.retrievers.scanner import ScannerRetriever
 from longscan.scanning import Scanner, SlidingWindow
 from longscan.scanning.features import (
     FEATURE_NAMES,
-    TOKEN_MATCH_CANDIDATES,
     LexicalFeatures,
+    TokenMatch,
     capitalised_names,
     max_sim,
 )
@@ -178,7 +178,7 @@ def test_token_match_scores_first_pass_candidates_word_by_word() -> None:
     match_rank = features[:, FEATURE_NAMES.index("token_match_rank")]
     assert match[0] > match[1] > 0
     assert match_rank[0] == match_rank.max() == pytest.approx(1.0)
-    assert (match > 0).sum() == TOKEN_MATCH_CANDIDATES < len(document.sentences)
+    assert (match > 0).sum() == TokenMatch().candidates < len(document.sentences)
 
 
 def test_token_match_needs_the_encoder_only_when_read() -> None:
