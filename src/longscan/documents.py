@@ -11,7 +11,6 @@ import errno
 import hashlib
 import logging
 import os
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from longscan.segment import DEFAULT_MAX_CHARS, DEFAULT_SEGMENTER, segment, word_chunks
+from longscan.segment import (
+    DEFAULT_MAX_CHARS,
+    DEFAULT_SEGMENTER,
+    SURROGATES,
+    segment,
+    word_chunks,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -37,13 +42,10 @@ _BOMS = (
 )
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def lone_surrogate(text: str) -> str | None:
     """Where ``text`` holds a lone surrogate (U+D800..U+DFFF), which no encoder, tokenizer
     or hash accepts as UTF-8, described for an error message; None when it holds none."""
-    found = None if text.isascii() else _SURROGATE.search(text)
+    found = None if text.isascii() else SURROGATES.search(text)
     return None if found is None else f"U+{ord(found.group()):04X} at offset {found.start()}"
 
 

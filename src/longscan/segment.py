@@ -19,7 +19,7 @@ import numpy as np
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n")
 _NON_SPACE = re.compile(r"\S")
 _WORD = re.compile(r"\S+")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATES = re.compile("[\ud800-\udfff]")  # lone halves of UTF-16 pairs: no UTF-8 text
 _LEADING_SPACE = re.compile(r"\s*")
 _INFORMATION_SEPARATOR = re.compile("[\x1c-\x1f]")
 _PYSBD_WINDOW = 5_000  # characters pysbd reads at once (see _pysbd_spans)
@@ -171,7 +171,7 @@ def sentence_spans_in(
     piece = text[start:end]
     # Lone surrogates (a str may hold them; no UTF-8 encoder accepts them) become U+FFFD for
     # the backend: one code point for one, so its offsets still index ``text``.
-    raw = sorted(_FINDERS[segmenter](_SURROGATE.sub("\ufffd", piece)))
+    raw = sorted(_FINDERS[segmenter](SURROGATES.sub("\ufffd", piece)))
     spans: list[tuple[int, int]] = []
     cursor = 0
     for raw_start, raw_end in raw:

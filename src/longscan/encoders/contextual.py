@@ -19,7 +19,7 @@ import numpy as np
 
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, spans_digest
-from longscan.encoders.minilm import SentenceEncoder, get_encoder
+from longscan.encoders.minilm import SentenceEncoder, get_encoder, unit_rows
 
 DEFAULT_WINDOW_TOKENS = 256  # MiniLM was trained at 256 tokens or fewer
 BLOCK_SENTENCES = 2048
@@ -183,8 +183,7 @@ class ContextualSentenceEncoder:
         if bar is not None:
             bar.close()
         self.encoded_sentences += len(texts)
-        output /= np.maximum(np.linalg.norm(output, axis=1, keepdims=True), 1e-12)
-        return output
+        return unit_rows(output)
 
     @staticmethod
     def _blocks(group_sizes: Sequence[int]) -> list[tuple[int, int, list[int]]]:

@@ -82,7 +82,7 @@ class SentenceEncoder:
                 bar.update(len(rows))
         if bar is not None:
             bar.close()
-        return output / np.maximum(np.linalg.norm(output, axis=1, keepdims=True), 1e-12)
+        return unit_rows(output)
 
     def vector_and_tokens(self, text: str, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
         """``encode([text])[0]`` and ``token_vectors([text], max_tokens)[0]`` from one forward

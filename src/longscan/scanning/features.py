@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from longscan.documents import Document, SentencePositions
-from longscan.encoders.minilm import SentenceEncoder
+from longscan.encoders.minilm import SentenceEncoder, unit_rows
 from longscan.retrievers.bm25 import tokenize
 from longscan.scanning.first_stage import FirstStage, SentenceIndex, SentenceIndexes, rank_feature
 
@@ -310,8 +310,7 @@ def add_paragraph_features(features: np.ndarray, vectors: np.ndarray, query: np.
     starts, sizes = runs
     bm25 = features[:, FEATURE_NAMES.index("bm25_over_max")]
     features[:, FEATURE_NAMES.index("paragraph_bm25")] = paragraph_max(bm25, runs)
-    means = np.add.reduceat(vectors, starts, axis=0)
-    means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+    means = unit_rows(np.add.reduceat(vectors, starts, axis=0))
     paragraph_rank = rank_feature(means @ query)
     features[:, FEATURE_NAMES.index("paragraph_dense_rank")] = np.repeat(paragraph_rank, sizes)
 

@@ -20,7 +20,8 @@ def combine_checkpoints(members: Sequence[Path], out_dir: Path, command: str) ->
 
     Raises:
         ValueError: fewer than two members, a member that is not a `longscan train` output
-            or is itself an ensemble, or members of another config, encoder or feature set.
+            or is itself an ensemble, or members of another config, encoder, feature set or
+            token match.
         CheckpointError: a member fails to load.
     """
     if len(members) < 2:
@@ -36,7 +37,9 @@ def combine_checkpoints(members: Sequence[Path], out_dir: Path, command: str) ->
             first.features,
             first.token_match,
         ):
-            raise ValueError(f"{path}: another config, encoder or feature set than {members[0]}")
+            raise ValueError(
+                f"{path}: another config, encoder, feature set or token match than {members[0]}"
+            )
     reports, cards = zip(*(_trained(Path(path)) for path in members), strict=True)
     ensemble = ScannerEnsemble(first.config, len(members))
     for slot, (model, _) in zip(ensemble.members, loaded, strict=True):

@@ -509,15 +509,14 @@ def generate(
 
 def chunk_vectors(sources: Sequence[SourceDocument]) -> list[np.ndarray]:
     """Mean MiniLM vector of each chunk (normalised), for pair-based examples."""
-    from longscan.encoders import get_encoder
+    from longscan.encoders.minilm import get_encoder, unit_rows
 
     encoder = get_encoder()
     result = []
     for source in tqdm(sources, desc="embedding chunks", leave=False):
         texts = [" ".join(source.texts[a:b]) for a, b in source.chunks]
         vectors = np.asarray(encoder.encode(texts), dtype=np.float32) if texts else np.zeros((0, 1))
-        norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        result.append(vectors / norms)
+        result.append(unit_rows(vectors))
     return result
 
 
