@@ -9,8 +9,11 @@ from __future__ import annotations
 import codecs
 import errno
 import hashlib
+import json
 import logging
 import os
+import sys
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,6 +33,8 @@ from longscan.segment import (
 logger = logging.getLogger(__name__)
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".text", ".rst")
+# Extracted by ``longscan.readers`` (kept here so listing a folder imports no reader).
+EXTRACTED_SUFFIXES = (".pdf", ".html", ".htm", ".xhtml", ".docx")
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB: larger inputs belong in a memory bank, not one Document
 # Byte-order marks, longest first (UTF-32-LE's starts with UTF-16-LE's), and their codecs;
 # each codec removes its own mark while decoding.
@@ -53,6 +58,44 @@ class DocumentError(ValueError):
     """An input that cannot become a Document; the message names the file and the cause."""
 
 
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a stretch of an extracted text came from: from ``start`` on (until the next
+    place), the text lies on ``page`` (1-based, PDF) under the headings ``section`` (outermost
+    first: HTML, DOCX and Markdown headings)."""
+
+    start: int
+    page: int | None = None
+    section: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """How a citation names the place: "p. 47", "Item 7 › Liquidity", or both."""
+        parts = [f"p. {self.page}"] if self.page is not None else []
+        if self.section:
+            parts.append(" › ".join(self.section))
+        return " · ".join(parts)
+
+
+def places_to_json(places: Sequence[Place]) -> str:
+    """``places`` as compact JSON (``[[start, page, [heading, ...]], ...]``), as caches and
+    the memory bank store them."""
+    return json.dumps([[p.start, p.page, list(p.section)] for p in places], ensure_ascii=False)
+
+
+def places_from_json(text: str) -> tuple[Place, ...]:
+    """The places ``places_to_json`` wrote.
+
+    Raises:
+        ValueError: text that is not such a list.
+    """
+    try:
+        return tuple(Place(int(s), None if p is None else int(p), tuple(h)) for s, p, h in
+                     json.loads(text))  # fmt: skip
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"not a list of places ({error})") from None
+
+
 @dataclass(eq=False)
 class Document:
     """A text with a stable id, split lazily into paragraphs and sentences with offsets.
@@ -65,6 +108,8 @@ class Document:
             encoding, not to the text (as Python's ``utf-8-sig`` and ``utf-16`` codecs
             read it).
         metadata: Free-form facts (source path, title, decoding errors, ...).
+        places: Pages and heading paths of an extracted text (``longscan.readers``), by
+            ascending ``start``; empty for plain text.
     """
 
     id: str
@@ -72,6 +117,16 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
     segmenter: str = DEFAULT_SEGMENTER
     max_sentence_chars: int = DEFAULT_MAX_CHARS
+    places: tuple[Place, ...] = ()
+
+    def place(self, offset: int) -> Place | None:
+        """The place holding character ``offset`` (None: plain text, or before the first)."""
+        index = bisect_right(self._place_starts, offset) - 1
+        return self.places[index] if index >= 0 else None
+
+    @cached_property
+    def _place_starts(self) -> list[int]:
+        return [place.start for place in self.places]
 
     @cached_property
     def content_hash(self) -> str:
@@ -163,6 +218,8 @@ class Evidence:
         text: The unit's text, exactly as in the document.
         score: Retriever score; higher is more relevant. Comparable within one ranking only.
         unit: Index of the unit (sentence or chunk) in its document, or -1.
+        page: The PDF page the unit starts on (1-based), if known.
+        section: The headings above the unit, outermost first, if known.
     """
 
     doc_id: str
@@ -171,6 +228,28 @@ class Evidence:
     text: str
     score: float
     unit: int = -1
+    page: int | None = None
+    section: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, document: Document, start: int, end: int, score: float, unit: int) -> Evidence:
+        """The unit ``[start, end)`` of ``document``, with its text and the place it starts."""
+        place = document.place(start)
+        return cls(
+            document.id,
+            start,
+            end,
+            document.text[start:end],
+            score,
+            unit,
+            page=None if place is None else place.page,
+            section=() if place is None else place.section,
+        )
+
+    @property
+    def where(self) -> str:
+        """The citation's place ("p. 47 · Item 7 › Liquidity"), or "" when none is known."""
+        return Place(self.start, self.page, self.section).label
 
     def to_json(self) -> dict[str, Any]:
         """The evidence as JSON, in the one schema that the CLI, the bank and the service all
@@ -187,6 +266,8 @@ class Evidence:
             "end": int(self.end),
             "score": float(self.score),
             "unit": int(self.unit),
+            "page": None if self.page is None else int(self.page),
+            "section": [str(heading) for heading in self.section],
             "text": self.text,
         }
 
@@ -222,9 +303,21 @@ EVIDENCE_JSON_SCHEMA: dict[str, Any] = {
             "minimum": -1,
             "description": "Index of the unit (sentence or chunk) in its document, or -1.",
         },
+        "page": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "description": "The PDF page the unit starts on, counted from 1; null for other "
+            "formats.",
+        },
+        "section": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "The headings above the unit, outermost first (HTML, DOCX and "
+            "Markdown headings); empty when the text has none.",
+        },
         "text": {"type": "string", "description": "The unit's text, exactly as in the document."},
     },
-    "required": ["doc_id", "start", "end", "score", "unit", "text"],
+    "required": ["doc_id", "start", "end", "score", "unit", "page", "section", "text"],
     "additionalProperties": False,
 }
 
@@ -284,13 +377,15 @@ def _decode(raw: bytes, path: Path) -> tuple[str, str, int]:
 def read_file(
     path: str | Path, doc_id: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Document:
-    """Read one text file: UTF-8, or UTF-16/UTF-32 with a byte-order mark.
+    """Read one file: PDF, HTML or DOCX through ``longscan.readers`` (with the page or
+    heading path of every part), else text: UTF-8, or UTF-16/UTF-32 with a byte-order mark.
 
-    The text is the file's decoded characters; a byte-order mark is not part of it (see
+    A text file's text is its decoded characters; a byte-order mark is not part of it (see
     ``Document.text``), so offset 0 is the first character after the mark, and
     ``metadata["encoding"]`` names the codec (``utf-8-sig`` when a UTF-8 mark was removed).
     Bytes that do not decode become U+FFFD, never dropped silently: the count is kept in
-    ``metadata["decoding_errors"]`` and a warning names the file.
+    ``metadata["decoding_errors"]`` and a warning names the file. Markdown headings become
+    the text's places.
 
     Raises:
         DocumentError: missing (or a broken or looping symbolic link), unreadable, binary
@@ -305,7 +400,12 @@ def read_file(
             f"{path}: {status.st_size:,} bytes is over the {max_bytes:,}-byte limit for one "
             "document; split it or add it to a memory bank"
         )
+    suffix = path.suffix.lower()
     try:
+        if suffix in EXTRACTED_SUFFIXES:
+            from longscan.readers import read_document
+
+            return read_document(path, doc_id or path.name)
         raw = path.read_bytes()
     except OSError as error:
         raise DocumentError(f"{path}: cannot read ({error.strerror})") from error
@@ -313,35 +413,67 @@ def read_file(
     if not text.strip():
         raise DocumentError(f"{path}: the file holds no text")
     metadata = {"path": str(path), "encoding": codec, "decoding_errors": errors}
-    return Document(id=doc_id or path.name, text=text, metadata=metadata)
+    places = ()
+    if suffix in (".md", ".markdown"):
+        from longscan.readers.markdown import markdown_places
+
+        places = markdown_places(text)
+    return Document(id=doc_id or path.name, text=text, metadata=metadata, places=places)
 
 
-def read_paths(paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES) -> list[Document]:
-    """Read files and directories (recursively, text suffixes only) into a collection.
+STDIN = "-"  # a path that names standard input
+STDIN_ID = "<stdin>"
+
+
+def read_stdin(max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+    """Standard input as one text document (id ``<stdin>``), read with ``read_file``'s rules.
+
+    Raises:
+        DocumentError: binary, empty or over ``max_bytes``.
+    """
+    raw = sys.stdin.buffer.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise DocumentError(f"standard input: over the {max_bytes:,}-byte limit for one document")
+    text, codec, errors = _decode(raw, Path(STDIN_ID))
+    if not text.strip():
+        raise DocumentError("standard input holds no text")
+    metadata = {"path": STDIN, "encoding": codec, "decoding_errors": errors}
+    return Document(id=STDIN_ID, text=text, metadata=metadata)
+
+
+def read_paths(
+    paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES, hidden: bool = False
+) -> list[Document]:
+    """Read files and directories (recursively, readable suffixes only) into a collection;
+    ``-`` reads standard input.
 
     Ids are paths relative to the directory given, so they stay stable across machines.
-    Binary or empty files inside a directory are skipped with a warning; given by name,
-    they are an error.
+    Inside a directory, hidden files and folders (``.git`` among them) are skipped unless
+    ``hidden``, as ripgrep does, and binary or empty files are skipped with a warning; given
+    by name, a file is always read and a bad one is an error.
 
     Raises:
         DocumentError: a missing path, a duplicate id, or no readable text at all.
     """
-    return list(iter_paths(paths, max_bytes))
+    return list(iter_paths(paths, max_bytes, hidden))
 
 
 def iter_paths(
-    paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES
+    paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES, hidden: bool = False
 ) -> Iterator[Document]:
     """``read_paths`` one document at a time, so a corpus larger than memory can stream.
 
     Every given path is checked before the first document is read.
     """
     given = list(paths)
+    if sum(str(name) == STDIN for name in given) > 1:
+        raise DocumentError("standard input (-) can be read only once")
     for root in map(Path, given):
-        _check_exists(root)
+        if str(root) != STDIN:
+            _check_exists(root)
     seen: set[str] = set()
     for name in given:
-        for document in _documents_under(name, max_bytes):
+        for document in _documents_under(name, max_bytes, hidden):
             if document.id in seen:
                 raise DocumentError(f"duplicate document id {document.id!r} in the collection")
             seen.add(document.id)
@@ -350,14 +482,21 @@ def iter_paths(
         raise DocumentError("no readable text documents in " + ", ".join(map(str, given)))
 
 
-def _documents_under(given: str | Path, max_bytes: int) -> Iterator[Document]:
+def _documents_under(given: str | Path, max_bytes: int, hidden: bool) -> Iterator[Document]:
+    if str(given) == STDIN:
+        yield read_stdin(max_bytes)
+        return
     root = Path(given)
     if root.is_file():
         yield read_file(root, doc_id=str(given), max_bytes=max_bytes)
         return
     for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
-        if path.suffix.lower() not in TEXT_SUFFIXES:
-            logger.warning("%s: skipped (not a %s file)", path, "/".join(TEXT_SUFFIXES))
+        if not hidden and any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue
+        if path.suffix.lower() not in TEXT_SUFFIXES + EXTRACTED_SUFFIXES:
+            logger.warning(
+                "%s: skipped (not a %s file)", path, "/".join(TEXT_SUFFIXES + EXTRACTED_SUFFIXES)
+            )
             continue
         try:
             yield read_file(path, doc_id=str(path.relative_to(root)), max_bytes=max_bytes)

@@ -86,7 +86,7 @@ def _widen(hit: Evidence, document: Document, neighbours: int, paragraph: bool) 
         last = min(index + neighbours, int(same[-1]))
         start, end = int(sentences[first, 0]), int(sentences[last, 1])
     start, end = min(start, hit.start), max(end, hit.end)
-    return Evidence(hit.doc_id, start, end, document.text[start:end], hit.score, hit.unit)
+    return Evidence.of(document, start, end, hit.score, hit.unit)
 
 
 def _merge_into(chosen: list[Evidence], new: Evidence, document: Document) -> list[Evidence]:
@@ -97,5 +97,5 @@ def _merge_into(chosen: list[Evidence], new: Evidence, document: Document) -> li
             start, end, score = min(start, old.start), max(end, old.end), max(score, old.score)
         else:
             kept.append(old)
-    merged = Evidence(new.doc_id, start, end, document.text[start:end], score, new.unit)
+    merged = Evidence.of(document, start, end, score, new.unit)
     return [*kept, merged]

@@ -35,8 +35,8 @@ import numpy as np
 
 from longscan.bank.search import scanned_part
 from longscan.bank.store import MemoryBank, embed_openings, groups
-from longscan.documents import Document
-from longscan.parallel import bounded_map, remote, workers
+from longscan.documents import Document, places_to_json
+from longscan.parallel import bounded_map, workers
 
 Item = TypeVar("Item")
 BATCH_DOCUMENTS = 64
@@ -52,6 +52,7 @@ class Batch:
     texts: list[str]
     keys: list[str] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)
+    places: list[str] = field(default_factory=list)  # JSON (``places_to_json``) per key
     updates: int = 0  # how many keys replace a document already in the bank
     ids: list[int] = field(default_factory=list)
 
@@ -154,9 +155,10 @@ def ingest(
     on_batch: Callable[[IngestReport], None] | None = None,
     progress: bool = True,
 ) -> IngestReport:
-    """Add or update ``documents`` (keyed by ``Document.id``) and index them, on Ray.
+    """Add or update ``documents`` (keyed by ``Document.id``) and index them.
 
-    Runs in the current Ray session (see ``longscan.parallel.ray_session``).
+    Batches are encoded in this process, or on Ray when a session is open
+    (``longscan.parallel.execution``).
 
     Args:
         scanned_tokens: Also cache the scanner's sentence vectors of this many leading tokens
@@ -176,7 +178,6 @@ def ingest(
     bound_allocator()  # freed document texts go back to the OS: peak memory stays flat
     report = IngestReport()
     started = time.perf_counter()
-    task = remote(encode)
     cache_ = bank.sentence_cache() if scanned_tokens is not None else None
     batches = itertools.chain(
         _never_indexed(bank, batch_documents),
@@ -190,7 +191,7 @@ def ingest(
         tqdm(desc="ingesting", unit="doc", disable=not progress) as bar,
         _finally_mark(bank, unmarked, report),
     ):
-        for batch, encoded in bounded_map(task, calls, max_in_flight or 2 * workers()):
+        for batch, encoded in bounded_map(encode, calls, max_in_flight or 2 * workers()):
             committing = time.perf_counter()
             unmarked += _commit(bank, batch, encoded, source, domain, cache_)
             if committing - marked_at >= checkpoint_seconds:
@@ -228,9 +229,9 @@ def _commit(
     returns the ids, flagged indexed later: a crash before that leaves them to be redone."""
     ids = batch.ids or bank.upsert(
         [
-            (key, source, domain, tokens, digest, text)
-            for key, tokens, digest, text in zip(
-                batch.keys, encoded.tokens, batch.digests, batch.texts, strict=True
+            (key, source, domain, tokens, digest, text, places)
+            for key, tokens, digest, text, places in zip(
+                batch.keys, encoded.tokens, batch.digests, batch.texts, batch.places, strict=True
             )
         ]
     )
@@ -275,6 +276,7 @@ def _changed(
             batch.texts.append(change.document.text)
             batch.keys.append(change.document.id)
             batch.digests.append(change.digest)
+            batch.places.append(places_to_json(change.document.places))
             batch.updates += change.update
         report.seconds["read"] += time.perf_counter() - started
         if batch.texts:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -105,7 +105,7 @@ def search(
         top = np.argsort(-scores, kind="stable")[:evidence_per_document] if n else []
         hits.append(
             [
-                Evidence(document.id, int(a), int(b), document.text[a:b], float(scores[i]), int(i))
+                Evidence.of(document, int(a), int(b), float(scores[i]), int(i))
                 for i in top
                 for a, b in [document.sentences[i]]
             ]
@@ -131,8 +131,8 @@ def scanned_part(document: Document, max_tokens: int | None) -> Document:
         return document
     read = max_tokens * 4 + 2 * document.max_sentence_chars
     if len(document.text) > read:
-        document = Document(document.id, document.text[:read], metadata=document.metadata)
+        document = replace(document, text=document.text[:read])
     ends = document.sentences[:, 1]
     stop = int(np.searchsorted(ends, max_tokens * 4)) + 1
     cut = int(ends[min(stop, len(ends)) - 1]) if len(ends) else max_tokens * 4
-    return Document(document.id, document.text[:cut], metadata=document.metadata)
+    return replace(document, text=document.text[:cut])

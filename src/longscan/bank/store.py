@@ -44,11 +44,13 @@ from typing import Any
 
 import numpy as np
 
-from longscan.documents import Document
+from longscan.documents import Document, Place, places_from_json, places_to_json
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.minilm import EMBEDDING_DIM  # the driver never loads the model for it
 
-SCHEMA_VERSION = 1  # 1: ids never reused (AUTOINCREMENT); 0: the first banks, without it
+# 2: each document's places (PDF pages, heading paths); 1: ids never reused (AUTOINCREMENT);
+# 0: the first banks, without it
+SCHEMA_VERSION = 2
 TABLE = """
 CREATE TABLE documents (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -59,10 +61,11 @@ CREATE TABLE documents (
     content_hash TEXT NOT NULL,
     text TEXT NOT NULL,
     added REAL NOT NULL,
-    indexed INTEGER NOT NULL DEFAULT 0
+    indexed INTEGER NOT NULL DEFAULT 0,
+    places TEXT NOT NULL DEFAULT '[]'
 )"""
 DOMAIN_INDEX = "CREATE INDEX documents_domain ON documents(domain)"
-COLUMNS = "id, key, source, domain, tokens, content_hash, text, added, indexed"
+COLUMNS = "id, key, source, domain, tokens, content_hash, text, added, indexed"  # every version
 DENSE_WINDOW_TOKENS = 256
 LOCK_POLL_SECONDS = 0.2
 logger = logging.getLogger(__name__)
@@ -97,9 +100,11 @@ class BankDocument:
     domain: str
     tokens: int
     text: str
+    places: tuple[Place, ...] = ()
 
     def as_document(self) -> Document:
-        return Document(str(self.id), self.text, metadata={"key": self.key, "domain": self.domain})
+        metadata = {"key": self.key, "domain": self.domain}
+        return Document(str(self.id), self.text, metadata=metadata, places=self.places)
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,14 @@ class CheckReport:
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def document_digest(document: Document) -> str:
+    """What says a stored document changed: its text's hash, with its places when it has
+    any (the same text re-extracted with other page breaks must replace the old pages)."""
+    if not document.places:
+        return content_hash(document.text)
+    return content_hash(document.text + "\x00" + places_to_json(document.places))
 
 
 class MemoryBank:
@@ -291,7 +304,7 @@ class MemoryBank:
             self.upsert(
                 [
                     (c.document.id, source, domain, count_tokens(c.document.text), c.digest,
-                     c.document.text)
+                     c.document.text, places_to_json(c.document.places))
                     for c in changes
                 ]
             )  # fmt: skip
@@ -304,24 +317,26 @@ class MemoryBank:
         known = self.known([document.id for document in latest])
         changes = []
         for document in latest:
-            digest = content_hash(document.text)
+            digest = document_digest(document)
             if known.get(document.id) != digest:
                 changes.append(Change(document, digest, document.id in known))
         return changes, len(latest) - len(changes)
 
     def upsert(self, rows: Sequence[tuple[Any, ...]]) -> list[int]:
-        """Upsert ``(key, source, domain, tokens, content hash, text)`` rows, not yet indexed;
-        returns their ids (an update keeps its id)."""
+        """Upsert ``(key, source, domain, tokens, digest, text, places JSON)`` rows, not yet
+        indexed; returns their ids (an update keeps its id)."""
         with self.writing(), self.db:  # one transaction per batch: a batch is in, or it is not
-            for key, source, domain, tokens, digest, text in rows:
+            for key, source, domain, tokens, digest, text, places in rows:
                 self.db.execute(
                     """INSERT INTO documents
-                         (key, source, domain, tokens, content_hash, text, added, indexed)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, 0)
+                         (key, source, domain, tokens, content_hash, text, added, indexed,
+                          places)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)
                        ON CONFLICT(key) DO UPDATE SET source = excluded.source,
                          domain = excluded.domain, tokens = excluded.tokens,
-                         content_hash = excluded.content_hash, text = excluded.text, indexed = 0""",
-                    (key, source, domain, tokens, digest, text, time.time()),
+                         content_hash = excluded.content_hash, text = excluded.text,
+                         places = excluded.places, indexed = 0""",
+                    (key, source, domain, tokens, digest, text, time.time(), places),
                 )  # fmt: skip
         return [int(self.id_of(row[0])) for row in rows]  # type: ignore[arg-type]
 
@@ -369,8 +384,8 @@ class MemoryBank:
     def get(self, ids: Sequence[int]) -> list[BankDocument]:
         """Documents by id, in the order asked (missing ids are left out)."""
         found = {
-            row[0]: BankDocument(*row)
-            for row in self._rows_where("id, key, source, domain, tokens, text", "id", ids)
+            row[0]: BankDocument(*row[:-1], places=places_from_json(row[-1]))
+            for row in self._rows_where("id, key, source, domain, tokens, text, places", "id", ids)
         }
         return [found[i] for i in ids if i in found]
 
@@ -674,9 +689,11 @@ def _create_or_migrate(db: _Connection) -> None:
     """Create the table, or bring an older bank's up to ``SCHEMA_VERSION``, in one
     transaction (a second process waits, then finds it done).
 
-    Version 0 had ``INTEGER PRIMARY KEY`` without ``AUTOINCREMENT``, so a deleted last id
-    came back: the table is copied into one that never reuses an id. Ids deleted above the
-    highest one left before the migration cannot be known, and may be given once more.
+    Version 1 had no ``places`` column: its documents are copied with none (they were
+    plain text). Version 0 had ``INTEGER PRIMARY KEY`` without ``AUTOINCREMENT``, so a
+    deleted last id came back: the table is copied into one that never reuses an id. Ids
+    deleted above the highest one left before the migration cannot be known, and may be
+    given once more.
     """
     if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
         return

@@ -102,14 +102,7 @@ class Units:
             document = documents[int(self.doc_index[i])]
             start, end = (int(v) for v in self.spans[i])
             result.append(
-                Evidence(
-                    doc_id=document.id,
-                    start=start,
-                    end=end,
-                    text=self.texts[i],
-                    score=float(scores[i]),
-                    unit=int(self.local_index[i]),
-                )
+                Evidence.of(document, start, end, float(scores[i]), int(self.local_index[i]))
             )
         return result
 

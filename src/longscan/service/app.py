@@ -120,6 +120,8 @@ class EvidenceOut(BaseModel):
     end: int = Field(description="Last character, exclusive, in code points.")
     score: float
     unit: int = Field(description="Index of the sentence in its document.")
+    page: int | None = Field(description="The PDF page the unit starts on, from 1; else null.")
+    section: list[str] = Field(description="The headings above the unit, outermost first.")
     text: str
 
 
@@ -318,7 +320,8 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             path = upload_path(uploads, name)
         except UnsafeName as error:
             raise HTTPException(400, str(error)) from None
-        partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part")
+        # the suffix stays last: it says how the file is read (text, PDF, HTML, DOCX)
+        partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part{path.suffix}")
         try:
             with partial.open("wb") as handle:
                 async for chunk in chunks:

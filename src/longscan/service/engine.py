@@ -245,7 +245,7 @@ class Engine:
         self._forget(doc_id)  # an update keeps its id: drop the stale text
         self.document_count = len(self.bank)
         status = next(name for name, count in counts.items() if count)
-        return self.info(doc_id), status, int(document.metadata["decoding_errors"])
+        return self.info(doc_id), status, int(document.metadata.get("decoding_errors", 0))
 
     def catalog(self) -> list[DocumentInfo]:
         """Every document of the bank, oldest first, without its text."""

@@ -18,6 +18,7 @@ from httpx import Response
 from longscan.answering.llm import LLMConfig
 from longscan.service import ServiceSettings, create_app
 from longscan.service.engine import JobCounts
+from printed_pdf import page_chunks, write_pdf
 from scripted_server import ScriptedServer, completion_body
 
 
@@ -98,6 +99,26 @@ def test_file_upload_keeps_its_name_and_reports_non_utf8(client: TestClient) -> 
     text = client.get(f"/api/documents/{response.json()['id']}").json()["text"]
     assert text == raw.decode("utf-8", "replace")
     assert response.json()["decoding_errors"] == text.count("\ufffd") > 0
+
+
+def test_an_uploaded_pdf_answers_with_its_pages(
+    client: TestClient, novel_path: Path, tmp_path: Path
+) -> None:
+    chunks = page_chunks(novel_path.read_text(encoding="utf-8"), pages=6)
+    write_pdf(tmp_path / "alice.pdf", chunks)
+    raw = (tmp_path / "alice.pdf").read_bytes()
+    response = client.post("/api/documents", files={"file": ("alice.pdf", raw, "application/pdf")})
+    assert response.status_code == 200, response.text
+    doc_id = response.json()["id"]
+    text = client.get(f"/api/documents/{doc_id}").json()["text"]
+    assert text.startswith(" ".join(chunks[0].split()[:3]))  # the extracted text, not bytes
+    for page, chunk in enumerate(chunks, start=1):
+        question = max(chunk.split(". "), key=len)[:200]
+        asked = client.post("/api/ask", json={"question": question, "doc_ids": [doc_id]})
+        assert asked.status_code == 200, asked.text
+        top = asked.json()["evidence"][0]
+        assert text[top["start"] : top["end"]] == top["text"]
+        assert top["page"] == page, (question, top)
 
 
 def test_unusable_input_is_a_clear_client_error(client: TestClient, story_id: int) -> None:
@@ -204,7 +225,7 @@ def test_concurrent_uploads_under_one_name_each_get_their_own_content(
         assert answers[which]["chars"] == len(text), (which, answers)
     stored = (data_dir / "uploads" / "same.txt").read_text()
     assert client.get(f"/api/documents/{answers['first']['id']}").json()["text"] == stored
-    assert not list((data_dir / "uploads").glob(".same.txt.*.part"))
+    assert not list((data_dir / "uploads").glob(".same.txt.*.part*"))
 
 
 def test_a_refused_reupload_keeps_the_stored_file(client: TestClient, data_dir: Path) -> None:
@@ -214,7 +235,7 @@ def test_a_refused_reupload_keeps_the_stored_file(client: TestClient, data_dir: 
     assert (data_dir / "uploads" / "keep.txt").read_bytes() == b"The good text."
     doc = client.get(f"/api/documents/{kept.json()['id']}").json()
     assert doc["text"] == "The good text."
-    assert not list((data_dir / "uploads").glob(".keep.txt.*.part"))
+    assert not list((data_dir / "uploads").glob(".keep.txt.*.part*"))
 
 
 def test_documents_kept_in_memory_are_bounded_by_bytes(

@@ -185,7 +185,11 @@ function setHits(evidence) {
     item.textContent = hit.text.replace(/\s+/g, " ").trim().slice(0, 200) + " ";
     const score = document.createElement("span");
     score.className = "score";
-    score.textContent = `chars ${hit.start}–${hit.end}, score ${hit.score.toFixed(3)}`;
+    // where the unit is printed: "p. 47 · Item 7 › Liquidity" (as Evidence.where says)
+    const where = [hit.page == null ? "" : `p. ${hit.page}`, (hit.section || []).join(" › ")]
+      .filter(Boolean).join(" · ");
+    score.textContent = `${where ? where + ", " : ""}chars ${hit.start}–${hit.end}, `
+      + `score ${hit.score.toFixed(3)}`;
     item.append(score);
     return item;
   }));

@@ -1,0 +1,57 @@
+"""PDF text, one page at a time, with pdfium (``pypdfium2``, permissive licence)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from longscan.documents import DocumentError
+from longscan.readers.extracted import Extracted, TextBuilder
+
+PROGRESS_PAGES = 50  # longer PDFs show a progress bar while their text is read
+# pdfium writes a hyphen that ends a printed line as U+FFFE (some builds: U+0002) and drops
+# the line break after it; the printed text had both.
+LINE_END_HYPHENS = ("\ufffe", "\x02")
+
+
+def read_pdf(path: Path) -> Extracted:
+    """Every page's text layer, each page a block of its own, so no unit crosses a page and
+    every unit cites the page it is on. Pages are opened and closed one by one: memory grows
+    with the text, not with the page count.
+
+    Raises:
+        DocumentError: not a PDF, encrypted, or without any text layer (scanned).
+    """
+    import pypdfium2 as pdfium
+
+    try:
+        pdf = pdfium.PdfDocument(str(path))
+    except pdfium.PdfiumError as error:
+        raise DocumentError(f"{path}: not a readable PDF ({error})") from None
+    builder = TextBuilder()
+    try:
+        pages = len(pdf)
+        for index in tqdm(
+            range(pages), desc=f"reading {path.name}", unit="page", leave=False,
+            disable=pages < PROGRESS_PAGES or None,
+        ):  # fmt: skip
+            page = pdf[index]
+            textpage = page.get_textpage()
+            try:
+                text = textpage.get_text_range()
+                for marker in LINE_END_HYPHENS:
+                    text = text.replace(marker, "-\n")
+                builder.add(text, page=index + 1)
+            finally:
+                textpage.close()
+                page.close()
+    finally:
+        pdf.close()
+    extracted = builder.build(pages=pages)
+    if not extracted.text:
+        raise DocumentError(
+            f"{path}: none of its {pages:,} page(s) has a text layer: a scanned PDF? "
+            "Add one with OCR (for example `ocrmypdf`) and try again"
+        )
+    return extracted
