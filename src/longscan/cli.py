@@ -76,13 +76,35 @@ def _print_usage_error(error: Any) -> None:
     _print_error(error.format_message())
 
 
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
     cls=_WholeErrors,
     help="Question answering over very long documents: find the evidence, cite it by offsets.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings=HELP_OPTIONS,
 )
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from longscan import __version__
+
+        typer.echo(f"longscan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """Question answering over very long documents: find the evidence, cite it by offsets."""
 console = Console(width=None if Console().is_terminal else 200)  # logs keep whole tables
 errors = Console(stderr=True)
 
@@ -154,12 +176,28 @@ def _highlighted(text: str, start: int, end: int, context: int) -> Text:
 
 @app.command()
 def ask(
-    paths: Annotated[list[Path], typer.Argument(help="Text files or directories to search.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Files (text, Markdown, PDF, HTML, DOCX) or directories to search; "
+            "- reads standard input."
+        ),
+    ],
     query: Annotated[str, typer.Option("--query", "-q", help="The question.")],
     retriever: Annotated[
         str, typer.Option("--retriever", "-r", help="Retriever name (see `longscan retrievers`).")
     ] = "",
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Evidence units shown.")] = 5,
+    min_score: Annotated[
+        float | None,
+        typer.Option(
+            help="Show only evidence scored above this (0 drops the units BM25 scores 0: "
+            "no query word in them); the scale is the retriever's."
+        ),
+    ] = None,
+    hidden: Annotated[
+        bool, typer.Option(help="Also read hidden files and folders inside directories.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
     context: Annotated[
         int, typer.Option(min=0, help="Characters of context around each hit.")
@@ -179,7 +217,7 @@ def ask(
 
     try:
         validate_query(query)
-        documents = read_paths(paths)
+        documents = read_paths(paths, hidden=hidden)
         chosen = get_retriever(retriever or DEFAULT_RETRIEVER)
         llm_settings = _llm_config(llm, llm_model, llm_config)
     except (DocumentError, ValueError) as error:
@@ -187,6 +225,8 @@ def ask(
     _read_with_progress(chosen, documents)
     with errors.status(f"reading {len(documents)} document(s) with {chosen.name}…"):
         evidence = chosen.retrieve(query, documents, top_k=top_k)
+    if min_score is not None:
+        evidence = [item for item in evidence if item.score > min_score]
     answer, llm_error = None, None
     if llm_settings is not None:
         from longscan.answering.llm import LLMClient, LLMError
@@ -210,7 +250,10 @@ def ask(
     else:
         _print_evidence(query, retriever or DEFAULT_RETRIEVER, evidence, documents, context)
         if answer is not None:
-            cited = ", ".join(f"{c.doc_id} chars {c.start}–{c.end}" for c in answer.citations)
+            cited = ", ".join(
+                " ".join(filter(None, (c.doc_id, c.where, f"chars {c.start}–{c.end}")))
+                for c in answer.citations
+            )
             console.print(
                 Text.assemble(
                     "\n",
@@ -283,6 +326,7 @@ def _print_evidence(
                 "\n",
                 (f"{rank}.", "bold cyan"),
                 f" {printable(item.doc_id)} ",
+                (f"{printable(item.where)}  " if item.where else "", "green"),
                 (f"chars {item.start}–{item.end}  score {item.score:.4g}", "dim"),
             ),
             highlight=False,
@@ -704,6 +748,7 @@ def synth(
 bank_app = typer.Typer(
     help="A persistent memory bank of documents: add, remove, stats, search, check, repair.",
     no_args_is_help=True,
+    context_settings=HELP_OPTIONS,
 )
 app.add_typer(bank_app, name="bank")
 BANK_OPTION = typer.Option("--bank", help="The bank's folder.")
@@ -720,7 +765,10 @@ RayAddress = Annotated[
 
 @bank_app.command("add")
 def bank_add(
-    paths: Annotated[list[Path], typer.Argument(exists=True, help="Text files or folders to add.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(exists=True, help="Files (text, Markdown, PDF, HTML, DOCX) or folders."),
+    ],
     bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK,
     domain: Annotated[str, typer.Option(help="A label to group documents.")] = "",
     source: Annotated[str, typer.Option(help="Where the documents come from.")] = "",
@@ -732,25 +780,38 @@ def bank_add(
             "tokens, so two-stage search encodes nothing at query time (ingestion is slower).",
         ),
     ] = True,
-    ray_address: RayAddress = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="Encode on Ray (extra \\[cluster]): local starts Ray on this machine with a "
+            "worker per core; an address joins that cluster (ray://head:10001, or auto). "
+            "Default: in this process, without Ray.",
+        ),
+    ] = None,
+    hidden: Annotated[
+        bool, typer.Option(help="Also add hidden files and folders inside directories.")
+    ] = False,
 ) -> None:
     """Add or update documents (keyed by their relative path) and index them.
 
-    Files stream one at a time; Ray workers encode them in batches (a worker that dies is
-    replaced and its batch redone) and this process writes the indexes, batch by batch.
-    Running it again after an interruption resumes: committed documents are skipped."""
+    Files stream one at a time and are encoded in batches, here or, with --ray-address, by
+    Ray workers (a worker that dies is replaced and its batch redone); this process writes
+    the indexes, batch by batch. Running it again after an interruption resumes: committed
+    documents are skipped."""
     from longscan.bank import MemoryBank
     from longscan.bank.ingest import ingest
     from longscan.bank.search import SCANNED_TOKENS
     from longscan.bank.store import BankError
     from longscan.documents import DocumentError, iter_paths
-    from longscan.parallel import ray_session
+    from longscan.parallel import execution
 
     scanned = SCANNED_TOKENS if sentence_vectors else None
     try:
         store = MemoryBank(bank)  # only add creates a bank
-        with ray_session(ray_address):
-            report = ingest(store, iter_paths(paths), source, domain, scanned_tokens=scanned)
+        with execution(ray_address):
+            documents = iter_paths(paths, hidden=hidden)
+            report = ingest(store, documents, source, domain, scanned_tokens=scanned)
     except (DocumentError, ValueError, BankError) as error:
         raise _fail(str(error)) from None
     console.print_json(json.dumps({**report.as_dict(), "documents": len(store)}))
@@ -876,7 +937,12 @@ def bank_search(
         for item in hit.evidence:
             text = printable(" ".join(item.text.split())[:160])
             console.print(
-                Text.assemble("    ", (f"chars {item.start}–{item.end}", "dim"), f" {text}"),
+                Text.assemble(
+                    "    ",
+                    (f"{printable(item.where)}  " if item.where else "", "green"),
+                    (f"chars {item.start}–{item.end}", "dim"),
+                    f" {text}",
+                ),
                 highlight=False,
             )
 

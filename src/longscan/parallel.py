@@ -1,7 +1,10 @@
-"""Ray as the execution engine: one session, and tasks run with a bounded number in flight.
+"""Where batch work runs: in this process, or on Ray, with a bounded number in flight.
 
-By default Ray runs embedded on this machine (no dashboard, quiet logs); ``address`` joins a
-running cluster instead (``ray://host:10001`` or ``auto``), and the same code runs there.
+Without a Ray session (the default), ``bounded_map`` runs each call here, one after another:
+the encoders already use every core, and a small ``bank add`` must not pay seconds of
+cluster start. ``execution(address)`` opens a Ray session instead (the ``[cluster]`` extra):
+``local`` starts Ray embedded on this machine (no dashboard, quiet logs), any other address
+joins a running cluster (``ray://host:10001`` or ``auto``), and the same code runs there.
 Tasks are retried when their worker dies (``max_retries``), so a killed worker costs time,
 never a result: each task's result is returned once, from the attempt that finished.
 Submitting a whole corpus at once would hold all of it in the object store; ``bounded_map``
@@ -28,6 +31,8 @@ from typing import Any, TypeVar
 Context = TypeVar("Context")
 
 TASK_RETRIES = 3  # attempts after a worker dies (a process killed, a node lost)
+EMBEDDED = "local"  # the address that starts Ray on this machine
+INSTALL_HINT = 'Ray is not installed: pip install "longscan[cluster]"'
 OBJECT_STORE_BYTES = 512 * 1024**2  # embedded only: batches in flight are a few MB each
 # Ray's sockets are ``<temp dir>/session_<date>_<time>_<µs>_<pid>/sockets/plasma_store``:
 # 64 characters after the folder, in a path of at most 107 bytes.
@@ -68,6 +73,14 @@ for process in alive:
 """
 
 
+def execution(address: str | None) -> contextlib.AbstractContextManager[None]:
+    """Run the block's ``bounded_map`` calls in this process (``address`` None), on Ray
+    embedded here (``local``), or on the Ray cluster at ``address``."""
+    if address is None:
+        return contextlib.nullcontext()
+    return ray_session(None if address == EMBEDDED else address)
+
+
 @contextlib.contextmanager
 def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iterator[None]:
     """Use the Ray session already started, or start one for the duration of the block.
@@ -75,8 +88,14 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
     Args:
         address: A cluster to join; ``None`` starts Ray embedded on this machine.
         num_cpus: Workers for an embedded session (default: every core); ignored on a cluster.
+
+    Raises:
+        ValueError: Ray is not installed, or the cluster cannot be joined.
     """
-    import ray
+    try:
+        import ray
+    except ImportError:
+        raise ValueError(INSTALL_HINT) from None
 
     if ray.is_initialized():
         yield
@@ -146,14 +165,23 @@ def _start_watchdog(pids: set[int]) -> subprocess.Popen[bytes]:
     )
 
 
+def on_ray() -> bool:
+    """Whether a Ray session is open in this process (without importing Ray when it is not
+    loaded: then no session can be open)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()
+
+
 def workers() -> int:
-    """CPUs the session can run tasks on (at least 1)."""
+    """Tasks that can run at once: the session's CPUs on Ray (at least 1), else 1."""
+    if not on_ray():
+        return 1
     import ray
 
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
-def remote(function: Callable[..., Any]) -> Any:
+def _remote(function: Callable[..., Any]) -> Any:
     """``function`` as a Ray task of one CPU, retried when its worker dies.
 
     Python exceptions are not retried: encoding and searching are deterministic, so an
@@ -165,18 +193,27 @@ def remote(function: Callable[..., Any]) -> Any:
 
 
 def bounded_map(
-    task: Any, calls: Iterable[tuple[Context, tuple[Any, ...]]], max_in_flight: int
+    function: Callable[..., Any],
+    calls: Iterable[tuple[Context, tuple[Any, ...]]],
+    max_in_flight: int,
 ) -> Iterator[tuple[Context, Any]]:
-    """Run ``task.remote(*args)`` for each ``(context, args)``, yielding ``(context, result)``
-    as tasks finish (not in order), with at most ``max_in_flight`` submitted at a time.
+    """Run ``function(*args)`` for each ``(context, args)``, yielding ``(context, result)``.
 
-    ``calls`` is read lazily, so the input may be a generator over a corpus larger than
-    memory. Tasks still running when the caller stops (an error, an interrupt) are cancelled.
+    In a Ray session each call is a task, yielded as it finishes (not in order), with at
+    most ``max_in_flight`` submitted at a time; tasks still running when the caller stops
+    (an error, an interrupt) are cancelled. Without one, calls run here, in order. Either
+    way ``calls`` is read lazily, so the input may be a generator over a corpus larger than
+    memory.
     """
-    import ray
-
     if max_in_flight < 1:
         raise ValueError("max_in_flight must be at least 1")
+    if not on_ray():
+        for context, args in calls:
+            yield context, function(*args)
+        return
+    import ray
+
+    task = _remote(function)
     in_flight: dict[Any, Context] = {}
     try:
         for context, args in calls:

@@ -27,6 +27,44 @@ def test_every_command_has_help(command: list[str]) -> None:
     assert result.exit_code == 0 and "Usage" in result.output
 
 
+def test_short_help_and_version() -> None:
+    from longscan import __version__
+
+    assert runner.invoke(app, ["--version"]).output.strip() == f"longscan {__version__}"
+    for command in ([], ["ask"], ["bank"], ["bank", "add"]):
+        result = runner.invoke(app, [*command, "-h"])
+        assert result.exit_code == 0 and "Usage" in result.output, command
+
+
+def test_ask_reads_standard_input_and_min_score_drops_unmatched_units() -> None:
+    story = "The vault opens at noon.\n\nThe key is under the third stone.\n\nBirds sang."
+    asked = ["ask", "-", "-q", "Where is the key?", "-r", "bm25-sentence", "--json"]
+    every = json.loads(runner.invoke(app, asked, input=story).stdout)["evidence"]
+    assert {e["doc_id"] for e in every} == {"<stdin>"} and len(every) == 3
+    assert min(e["score"] for e in every) == 0  # BM25 gives units without a query word 0
+    kept = json.loads(runner.invoke(app, [*asked, "--min-score", "0"], input=story).stdout)
+    assert [e["text"] for e in kept["evidence"]] == ["The key is under the third stone."]
+    assert story[kept["evidence"][0]["start"] : kept["evidence"][0]["end"]] == (
+        "The key is under the third stone."
+    )
+    empty = runner.invoke(app, asked, input="  \n")
+    assert empty.exit_code == 2 and "standard input holds no text" in empty.output
+
+
+def test_hidden_files_and_git_are_skipped_unless_asked(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("The key is under the third stone.")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "COMMIT_EDITMSG.txt").write_text("The key moved to the shed.")
+    (tmp_path / ".draft.md").write_text("The key is in the drawer.")
+    asked = ["ask", str(tmp_path), "-q", "Where is the key?", "-r", "bm25-sentence", "--json"]
+    shown = json.loads(runner.invoke(app, asked).stdout)["evidence"]
+    assert {e["doc_id"] for e in shown} == {"notes.txt"}
+    everything = json.loads(runner.invoke(app, [*asked, "--hidden"]).stdout)["evidence"]
+    assert {e["doc_id"] for e in everything} == {
+        "notes.txt", ".draft.md", ".git/COMMIT_EDITMSG.txt"
+    }  # fmt: skip
+
+
 def test_ask_json_gives_exact_offsets(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     text = "The vault opens at noon.\n\nThe key is under the third stone."

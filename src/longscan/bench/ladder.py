@@ -39,7 +39,7 @@ from longscan.bench.builders import multihop_questions, squad_articles
 from longscan.bench.datasets import data_path
 from longscan.documents import Document, read_file
 from longscan.evaluation.measures import Measure, document_scores
-from longscan.parallel import bounded_map, ray_session, remote, workers
+from longscan.parallel import bounded_map, ray_session, workers
 
 MEASURES = tuple(Measure.parse(m) for m in ("docSR@1", "docSR@10", "docR@1", "docFR@1", "docFR@10"))
 DEFAULT_RUNGS = (64_000, 256_000, 512_000, 1_000_000, 5_000_000, 10_000_000, 20_000_000)
@@ -259,11 +259,10 @@ def evaluate_rung(
     latency is each search's own time inside its worker, with the workers busy in parallel.
     ``answer`` is the task (tests wrap it to kill a worker).
     """
-    task = remote(answer)
     parts = [queries[i : i + queries_per_task] for i in range(0, len(queries), queries_per_task)]
     calls = ((None, (str(bank.path), part, tuple(systems), depth)) for part in parts)
     answers: dict[tuple[str, str], Answer] = {}
-    finished = bounded_map(task, calls, 2 * workers())
+    finished = bounded_map(answer, calls, 2 * workers())
     for _, results in tqdm(finished, total=len(parts), desc="queries", leave=False):
         for item in results:
             if (item.query_id, item.system) in answers:

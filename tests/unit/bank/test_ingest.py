@@ -296,7 +296,7 @@ def test_bank_add_works_under_a_100_character_tmpdir(
     environment.pop("RAY_ADDRESS", None)
     command = [*CLI, "bank", "add", str(tmp_path / "texts"), "--bank", str(tmp_path / "bank")]
     run = subprocess.run(
-        [*command, "--no-sentence-vectors"],
+        [*command, "--no-sentence-vectors", "--ray-address", "local"],
         env=environment,
         capture_output=True,
         text=True,

@@ -1,0 +1,185 @@
+"""PDF citations and memory: Loong's financial reports printed to PDF, read back, and asked.
+
+Citations: every financial report of the Loong development items is printed to a PDF with
+fpdf2, its lines flowing over pages as a word processor would, and the page each source
+line starts on is recorded while printing. The PDF is read back with `read_file`, each
+item's question is asked with the retrievers below, and each piece of evidence's `page` is
+compared with the page its first character was printed on (characters are matched between
+the PDF's text and the source by their order, white space aside).
+
+Memory: the same reports printed to 100 and to 1,000 pages, each read (text and sentences)
+in a process of its own; its peak RSS is compared.
+
+python benchmarks/pdf.py --retrievers bm25-sentence,scanner --top-k 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import itertools
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fpdf import FPDF
+
+from longscan.bench.datasets import load_loong
+from longscan.documents import Document, read_file
+from longscan.retrievers import get_retriever
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from printed_pdf import FONT  # noqa: E402  (the tests' Unicode font)
+
+LINE_HEIGHT = 4.5
+FONT_SIZE = 9
+
+
+def printable_line(line: str) -> str:
+    """A line as printed: tabs as spaces (fpdf2 draws no tab stops)."""
+    return line.replace("\t", "    ")
+
+
+def print_pdf(text: str, path: Path) -> list[tuple[int, int]]:
+    """Print ``text`` line by line, pages flowing; ``(source offset, page)`` of each line."""
+    pdf = FPDF(format="A4")
+    pdf.set_auto_page_break(True, margin=15)
+    pdf.add_font("DejaVu", fname=str(FONT))
+    pdf.set_font("DejaVu", size=FONT_SIZE)
+    pdf.add_page()
+    starts: list[tuple[int, int]] = []
+    offset = 0
+    for line in text.split("\n"):
+        page = pdf.page_no() + int(pdf.will_page_break(LINE_HEIGHT))
+        starts.append((offset, page))
+        if line.strip():
+            pdf.multi_cell(0, LINE_HEIGHT, printable_line(line), new_x="LMARGIN", new_y="NEXT")
+        else:
+            pdf.ln(LINE_HEIGHT)
+        offset += len(line) + 1
+    pdf.output(str(path))
+    return starts
+
+
+def dense_index(text: str) -> list[int]:
+    """Offsets of the non-space characters of ``text``, in order."""
+    return [i for i, c in enumerate(text) if not c.isspace()]
+
+
+def true_page(
+    lines: list[tuple[int, int]], extracted: list[int], source_chars: list[int], offset: int
+) -> int:
+    """The page the character at ``offset`` of the PDF's text was printed on."""
+    nth = bisect.bisect_left(extracted, offset)
+    at = source_chars[nth]
+    line = bisect.bisect_right([start for start, _ in lines], at) - 1
+    return lines[line][1]
+
+
+def citations(retrievers: list[str], top_k: int, out: Path) -> dict:
+    items = [i for i in load_loong() if i.metadata.get("type") == "financial"]
+    reports = {d.id: d for item in items for d in item.documents}
+    printed: dict[str, tuple[Document, list[tuple[int, int]], list[int], list[int]]] = {}
+    aligned = 0
+    for name, report in reports.items():
+        path = out / (re.sub(r"[^\w.-]", "_", name) + ".pdf")
+        lines = print_pdf(report.text, path)
+        document = read_file(path, doc_id=name)
+        extracted, source_chars = dense_index(document.text), dense_index(report.text)
+        same = len(extracted) == len(source_chars) and all(
+            document.text[a] == report.text[b] for a, b in zip(extracted, source_chars, strict=True)
+        )
+        aligned += same
+        if same:
+            printed[name] = (document, lines, extracted, source_chars)
+    rows = {}
+    for retriever_name in retrievers:
+        retriever = get_retriever(retriever_name)
+        checked = correct = 0
+        for item in items:
+            documents = [printed[d.id][0] for d in item.documents if d.id in printed]
+            if not documents:
+                continue
+            for evidence in retriever.retrieve(item.query, documents, top_k=top_k):
+                document, lines, extracted, source_chars = printed[evidence.doc_id]
+                assert document.text[evidence.start : evidence.end] == evidence.text
+                page = true_page(lines, extracted, source_chars, evidence.start)
+                checked += 1
+                correct += evidence.page == page
+        rows[retriever_name] = {"evidence": checked, "correct_page": correct,
+                                "share": correct / max(checked, 1)}  # fmt: skip
+    pages = sum(printed[name][1][-1][1] for name in printed)
+    return {"reports": len(reports), "aligned": aligned, "pages": pages, "items": len(items),
+            "retrievers": rows}  # fmt: skip
+
+
+MEASURE = """
+import json, resource, sys, time
+from pathlib import Path
+from longscan.readers import read_document
+started = time.perf_counter()
+document = read_document(Path(sys.argv[1]), "big.pdf", cache_dir=Path(sys.argv[2]))
+sentences = len(document.sentences)
+print(json.dumps({"seconds": time.perf_counter() - started, "chars": len(document.text),
+                  "sentences": sentences, "pages": document.metadata["pages"],
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def memory(out: Path, page_counts: list[int]) -> list[dict]:
+    reports = [d.text for i in load_loong() if i.metadata.get("type") == "financial"
+               for d in i.documents]  # fmt: skip
+    lines = itertools.cycle(line for text in reports for line in text.split("\n"))
+    rows = []
+    for count in page_counts:
+        pdf = FPDF(format="A4")
+        pdf.set_auto_page_break(True, margin=15)
+        pdf.add_font("DejaVu", fname=str(FONT))
+        pdf.set_font("DejaVu", size=FONT_SIZE)
+        pdf.add_page()
+        while not (pdf.page_no() >= count and pdf.will_page_break(LINE_HEIGHT * 3)):
+            text = printable_line(next(lines)) or " "
+            pdf.multi_cell(0, LINE_HEIGHT, text, new_x="LMARGIN", new_y="NEXT")
+        path = out / f"pages-{count}.pdf"
+        pdf.output(str(path))
+        command = [sys.executable, "-c", MEASURE, str(path), str(out / f"cache-{count}")]
+        run = subprocess.run(command, capture_output=True, text=True, check=True)
+        rows.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--retrievers", default="bm25-sentence,scanner")
+    parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--pages", default="100,1000")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="longscan-pdf-") as folder:
+        out = Path(folder)
+        started = time.perf_counter()
+        cited = citations(args.retrievers.split(","), args.top_k, out)
+        print(f"{cited['reports']} reports ({cited['aligned']} read back character for "
+              f"character), {cited['pages']:,} pages, {cited['items']} questions, top "
+              f"{args.top_k} each ({time.perf_counter() - started:.0f} s)\n")  # fmt: skip
+        print("| retriever | evidence | on the right page | share |")
+        print("|---|---:|---:|---:|")
+        for name, row in cited["retrievers"].items():
+            print(f"| {name} | {row['evidence']} | {row['correct_page']} | {row['share']:.1%} |")
+        rows = memory(out, [int(p) for p in args.pages.split(",")])
+        print("\n| pages | characters | sentences | read and segmented (s) | peak RSS (MB) |")
+        print("|---:|---:|---:|---:|---:|")
+        for row in rows:
+            print(f"| {row['pages']:,} | {row['chars']:,} | {row['sentences']:,} | "
+                  f"{row['seconds']:.1f} | {row['peak_rss_mb']:.0f} |")  # fmt: skip
+        print(
+            f"\npeak RSS, {rows[-1]['pages']:,} / {rows[0]['pages']:,} pages: "
+            f"{rows[-1]['peak_rss_mb'] / rows[0]['peak_rss_mb']:.2f} (bar: ≤ 1.3)"
+        )
+
+
+if __name__ == "__main__":
+    main()
