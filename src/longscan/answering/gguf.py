@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from longscan.encoders.cache import staging_path
+
 CHUNK_BYTES = 1 << 22
 VERIFIED_SUFFIX = ".sha256"  # written beside a joined file once its hash has been checked
 
@@ -82,7 +84,7 @@ def join_parts(parts: Sequence[Path], part_sha256: Sequence[str], sha256: str, o
     if verified and out.stat().st_size == size:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
+    partial = staging_path(out)
     whole = hashlib.sha256()
     try:
         with partial.open("wb") as sink:

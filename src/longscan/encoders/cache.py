@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,13 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def staging_path(path: Path) -> Path:
+    """A hidden name beside ``path`` that no other writer, process or thread, uses: write
+    there, then replace ``path`` with it, so a reader never sees half a file and two
+    writers of the same file never move each other's."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.partial")
+
+
 def built_once(path: Path, build: Callable[[Path], None], what: str) -> Path:
     """``path``, a file derived from shipped weights (an ONNX export), built by ``build`` on
     first use and read from the cache afterwards.
@@ -58,14 +66,14 @@ def built_once(path: Path, build: Callable[[Path], None], what: str) -> Path:
             return path
         logger.warning("the cached %s %s is damaged; building it again", what, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.{os.getpid()}")
+    staging = staging_path(path)
     try:
         build(staging)
         digest = file_sha256(staging)
         staging.replace(path)
     finally:
         staging.unlink(missing_ok=True)
-    noted = record.with_name(f".{record.name}.{os.getpid()}")
+    noted = staging_path(record)
     noted.write_text(json.dumps({"sha256": digest}))
     noted.replace(record)
     return path
@@ -135,7 +143,7 @@ class EmbeddingCache:
         from safetensors.numpy import save_file
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(f".tmp{os.getpid()}")
+        temporary = staging_path(path)
         save_file(
             {"array": np.ascontiguousarray(array)},
             str(temporary),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
@@ -87,6 +86,8 @@ def _load(path: Path) -> Extracted | None:
 
 def _store(path: Path, extracted: Extracted) -> None:
     """Write the extraction whole or not at all (a reader never sees half a file)."""
+    from longscan.encoders.cache import staging_path
+
     record = {
         "text": extracted.text,
         "places": places_to_json(extracted.places),
@@ -94,7 +95,7 @@ def _store(path: Path, extracted: Extracted) -> None:
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        partial = staging_path(path)
         partial.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
         partial.replace(path)
     except OSError as error:  # a read-only cache costs speed, not the answer

@@ -1,0 +1,33 @@
+"""longscan's retrievers inside LlamaIndex and LangChain pipelines (optional extras
+``[llamaindex]`` and ``[langchain]``): every node or document they return keeps its exact
+character offsets and its page or section, so a pipeline's answer can still be cited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from longscan.documents import Evidence
+from longscan.retrievers.base import Retriever
+
+
+def resolve(retriever: str | Retriever) -> Retriever:
+    """A retriever by name (``scanner``, ``bm25-sentence``, ``scanner:DIR`` ...) or as given."""
+    if isinstance(retriever, str):
+        from longscan.retrievers import get_retriever
+
+        return get_retriever(retriever)
+    return retriever
+
+
+def evidence_metadata(evidence: Evidence) -> dict[str, Any]:
+    """What a framework's node or document carries of a piece of evidence besides its text."""
+    return {
+        "doc_id": evidence.doc_id,
+        "start_char_idx": evidence.start,
+        "end_char_idx": evidence.end,
+        "unit": evidence.unit,
+        "page": evidence.page,
+        "section": " › ".join(evidence.section),
+        "where": evidence.where,
+        "score": evidence.score,
+    }
