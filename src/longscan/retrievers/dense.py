@@ -1,4 +1,5 @@
-"""Dense retrieval with the packaged all-MiniLM-L6-v2, over sentences or 300-word chunks."""
+"""Dense retrieval with the packaged all-MiniLM-L6-v2 (or any sentence-transformers model),
+over sentences or 300-word chunks."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, default_cache_dir, spans_digest
-from longscan.encoders.minilm import DEFAULT_ENCODER, SentenceEncoder, get_encoder
+from longscan.encoders.external import TextEncoder
+from longscan.encoders.minilm import DEFAULT_ENCODER, get_encoder
 from longscan.retrievers.base import Retriever, UnitKind, Units
 
 
@@ -23,8 +25,8 @@ class DenseRetriever(Retriever):
         unit: ``"sentence"`` or ``"chunk"``. Chunks longer than the encoder's 256-token window
             are truncated by the encoder, as in any standard dense-chunk pipeline.
         cache: Embedding cache; defaults to ``default_cache_dir()/embeddings``.
-        encoder: Encoder name (only the packaged MiniLM is offered offline), or a loaded
-            ``SentenceEncoder`` (e.g. a quantised variant); its name keys the cache.
+        encoder: The packaged encoder's name, or a loaded encoder (a quantised MiniLM, any
+            sentence-transformers model as an ``ExternalEncoder``); its name keys the cache.
         progress: Show a progress bar while encoding.
     """
 
@@ -34,18 +36,18 @@ class DenseRetriever(Retriever):
         self,
         unit: UnitKind = "sentence",
         cache: EmbeddingCache | None = None,
-        encoder: str | SentenceEncoder = DEFAULT_ENCODER,
+        encoder: str | TextEncoder = DEFAULT_ENCODER,
         progress: bool = False,
     ) -> None:
         self.unit = unit
         self.cache = cache or EmbeddingCache(default_cache_dir() / "embeddings")
-        self._encoder = encoder if isinstance(encoder, SentenceEncoder) else None
-        self.encoder_name = encoder.name if isinstance(encoder, SentenceEncoder) else encoder
+        self._encoder = None if isinstance(encoder, str) else encoder
+        self.encoder_name = encoder if isinstance(encoder, str) else encoder.name
         self.progress = progress
         self.encoded_units = 0
 
     @property
-    def encoder(self) -> SentenceEncoder:
+    def encoder(self) -> TextEncoder:
         return self._encoder or get_encoder(self.encoder_name)
 
     def document_vectors(self, documents: Sequence[Document], units: Units) -> np.ndarray:

@@ -2,7 +2,10 @@
 
 A name is a registered name (``longscan retrievers`` lists them), or ``scanner:DIR`` /
 ``scanner-sliding:DIR`` / ``scanner-rerank:DIR`` for a scanner checkpoint written by
-``longscan train`` (``scanner-rerank``: its best sentences re-scored by the cross-encoder).
+``longscan train`` (``scanner-rerank``: its best sentences re-scored by the cross-encoder),
+or ``dense-sentence:MODEL`` / ``dense-chunk:MODEL`` / ``hybrid-sentence:MODEL`` /
+``hybrid-chunk:MODEL`` for the baselines on any sentence-transformers model (a name in the
+local Hugging Face cache, or a folder), loaded offline from safetensors.
 """
 
 from __future__ import annotations
@@ -71,11 +74,12 @@ def register(name: str, factory: Callable[[], Retriever]) -> None:
 
 
 def parse_name(name: str) -> tuple[str, Path | None]:
-    """``(registered name, checkpoint folder or None)``: the one parser of retriever names.
+    """``(registered name, checkpoint folder or encoder model, or None)``: the one parser of
+    retriever names.
 
     Raises:
-        ValueError: an unknown name (the message lists the known ones), or a checkpoint
-            given to a retriever that takes none, or an empty checkpoint path.
+        ValueError: an unknown name (the message lists the known ones), or a checkpoint or
+            model given to a retriever that takes none, or an empty one.
     """
     base, sep, checkpoint = name.partition(":")
     if base not in _FACTORIES:
@@ -85,11 +89,24 @@ def parse_name(name: str) -> tuple[str, Path | None]:
         )
     if not sep:
         return base, None
-    if base not in _CHECKPOINT_KINDS:
-        raise ValueError(f"retriever {base!r} takes no checkpoint (given {name!r})")
+    if base not in _CHECKPOINT_KINDS and base not in ENCODER_KINDS:
+        raise ValueError(f"retriever {base!r} takes no checkpoint or model (given {name!r})")
     if not checkpoint.strip():
-        raise ValueError(f"{name!r}: name the checkpoint folder after the colon")
+        what = "model" if base in ENCODER_KINDS else "checkpoint folder"
+        raise ValueError(f"{name!r}: name the {what} after the colon")
     return base, Path(checkpoint)
+
+
+def _on_encoder(base: str, model: str) -> Retriever:
+    """A dense or hybrid baseline reading ``model``'s vectors."""
+    from longscan.encoders.external import ExternalEncoder
+
+    unit = "chunk" if base.endswith("-chunk") else "sentence"
+    dense = DenseRetriever(unit, encoder=ExternalEncoder(model))
+    return dense if base.startswith("dense") else HybridRetriever(unit, dense=dense)
+
+
+ENCODER_KINDS = ("dense-sentence", "dense-chunk", "hybrid-sentence", "hybrid-chunk")
 
 
 def get_retriever(name: str) -> Retriever:
@@ -99,7 +116,9 @@ def get_retriever(name: str) -> Retriever:
         ValueError: an unknown name; ``CheckpointError`` (a ValueError) for a checkpoint
             folder that cannot be loaded.
     """
-    base, checkpoint = parse_name(name)
-    if checkpoint is None:
+    base, argument = parse_name(name)
+    if argument is None:
         return _FACTORIES[base]()
-    return _scanner(checkpoint, *_CHECKPOINT_KINDS[base])
+    if base in ENCODER_KINDS:
+        return _on_encoder(base, name.partition(":")[2])  # as written: a name or a folder
+    return _scanner(argument, *_CHECKPOINT_KINDS[base])

@@ -53,7 +53,8 @@ def test_names_parse(name: str, parsed: tuple) -> None:
     [
         ("nope", "unknown retriever 'nope'.*scanner:DIR"),
         ("nope:dir", "unknown retriever"),
-        ("bm25-sentence:dir", "takes no checkpoint"),
+        ("bm25-sentence:dir", "takes no checkpoint or model"),
+        ("dense-sentence:", "name the model"),
         ("scanner:", "name the checkpoint folder"),
     ],
 )
