@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from longscan.evaluation import EvaluationResult
-from longscan.evaluation.report import KEY_MEASURES, markdown_table
+from longscan.evaluation.report import KEY_MEASURES, markdown_table, read_json
 from longscan.retrievers import BASELINES
 
 BARS = {
@@ -30,8 +30,8 @@ def load(folder: Path, rename: dict[str, str]) -> dict[str, list[EvaluationResul
     runs = {}
     for path in sorted(folder.glob("*.json")):
         raw = json.loads(path.read_text())
-        if isinstance(raw, list):
-            results = [EvaluationResult.from_dict(entry) for entry in raw]
+        if isinstance(raw, list) or "results" in raw:  # an evaluation file (read_json)
+            _, results = read_json(path)
             for result in results:
                 result.retriever = rename.get(result.retriever, result.retriever)
             runs[path.stem] = results

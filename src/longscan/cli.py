@@ -103,8 +103,28 @@ def _options(
             "--version", callback=_print_version, is_eager=True, help="Print the version."
         ),
     ] = False,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            help="Where the encoders and the scanner run: cpu, cuda, cuda:1, mps... "
+            "(or LONGSCAN_DEVICE; default: a GPU when torch sees one, else the CPU).",
+        ),
+    ] = None,
 ) -> None:
     """Question answering over very long documents: find the evidence, cite it by offsets."""
+    if device is not None:
+        import os
+
+        from longscan.devices import DEVICE_VARIABLE, torch_device
+
+        os.environ[DEVICE_VARIABLE] = device
+        torch_device.cache_clear()
+        try:
+            torch_device()
+        except ValueError as error:
+            raise _fail(str(error).replace(f"{DEVICE_VARIABLE}=", "--device ")) from None
+
+
 console = Console(width=None if Console().is_terminal else 200)  # logs keep whole tables
 errors = Console(stderr=True)
 

@@ -36,6 +36,21 @@ def test_short_help_and_version() -> None:
         assert result.exit_code == 0 and "Usage" in result.output, command
 
 
+def test_device_option_is_checked_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    from longscan.devices import DEVICE_VARIABLE, torch_device
+
+    monkeypatch.setenv(DEVICE_VARIABLE, "")  # the option writes it; restored after the test
+    try:
+        wrong = runner.invoke(app, ["--device", "not-a-device", "retrievers"])
+        assert wrong.exit_code == 2 and "--device 'not-a-device'" in wrong.output
+        asked = ["--device", "cpu", "ask", "-", "-q", "key?", "-r", "dense-sentence", "--json"]
+        right = runner.invoke(app, asked, input="The key is under the stone.")
+        assert right.exit_code == 0, right.output
+        assert torch_device() == "cpu"
+    finally:
+        torch_device.cache_clear()
+
+
 def test_ask_reads_standard_input_and_min_score_drops_unmatched_units() -> None:
     story = "The vault opens at noon.\n\nThe key is under the third stone.\n\nBirds sang."
     asked = ["ask", "-", "-q", "Where is the key?", "-r", "bm25-sentence", "--json"]

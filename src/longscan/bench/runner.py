@@ -6,6 +6,8 @@ a number in BENCHMARKS.md is reproduced by the command printed next to it.
 
 from __future__ import annotations
 
+import shlex
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +70,12 @@ def run_benchmark(
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         stem = f"{benchmark}-{target_words // 1000}k"
-        files.append(write_json(results, out_dir / f"{stem}.json"))
+        settings = {
+            "benchmark": benchmark, "retrievers": list(retrievers), "split": split,
+            "target_words": target_words, "max_items": max_items, "seed": seed,
+            "items": [item.id for item in items], "command": shlex.join(sys.argv),
+        }  # fmt: skip
+        files.append(write_json(results, out_dir / f"{stem}.json", settings))
         (out_dir / f"{stem}.md").write_text(markdown + "\n")
         files.append(out_dir / f"{stem}.md")
         files.append(plot_by_length(results, out_dir / f"{stem}.png"))

@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -137,13 +138,37 @@ def markdown_table(
     return "\n".join(lines) + "\n"
 
 
-def write_json(results: Sequence[EvaluationResult], path: str | Path) -> Path:
-    """Write ``[result.to_dict(), ...]`` as JSON; parent folders are created."""
+def write_json(
+    results: Sequence[EvaluationResult], path: str | Path, settings: dict[str, Any] | None = None
+) -> Path:
+    """Write ``{"settings": ..., "results": [result.to_dict(), ...]}`` as JSON (parent folders
+    are created). ``settings`` are the run's settings, so the run can be repeated from the
+    file; the versions of longscan and its main libraries are added to them."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for package in ("longscan", "torch", "onnxruntime", "sentence-transformers", "bm25s"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = [result.to_dict() for result in results]
+    data = {
+        "settings": {**(settings or {}), "versions": versions},
+        "results": [result.to_dict() for result in results],
+    }
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def read_json(path: str | Path) -> tuple[dict[str, Any], list[EvaluationResult]]:
+    """``(settings, results)`` from ``write_json``'s file (or the bare list earlier runs
+    wrote, whose settings are empty)."""
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    if isinstance(raw, list):
+        return {}, [EvaluationResult.from_dict(entry) for entry in raw]
+    return raw["settings"], [EvaluationResult.from_dict(entry) for entry in raw["results"]]
 
 
 def plot_by_length(
@@ -152,10 +177,26 @@ def plot_by_length(
     measures: Sequence[str] | None = None,
     columns: int = 3,
 ) -> Path:
-    """Save a PNG with one panel per measure: its mean per length bucket, a line per retriever.
+    """Save ``length_figure`` as a PNG.
 
-    Buckets with no item for a retriever are gaps (NaN), not zeros. Rendering goes through the
-    Agg canvas directly, so no global matplotlib backend is switched.
+    Raises:
+        ValueError: no results, or results bucketed with different length edges.
+    """
+    figure = length_figure(results, measures, columns)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png", dpi=120)
+    return path
+
+
+def length_figure(
+    results: Sequence[EvaluationResult], measures: Sequence[str] | None = None, columns: int = 3
+) -> Figure:
+    """One panel per measure: its mean per length bucket, a line per retriever, over the
+    buckets some retriever has items in. A run of a single length gets a bar per retriever
+    instead (a line through one point shows nothing). Buckets with no item for a retriever
+    are gaps (NaN), not zeros. Rendering goes through the Agg canvas directly, so no global
+    matplotlib backend is switched.
 
     Raises:
         ValueError: no results, or results bucketed with different length edges.
@@ -167,26 +208,31 @@ def plot_by_length(
     names = select_measures(results, measures)
     if not names:
         raise ValueError("nothing to plot: no measure scored any item")
-    labels = results[0].buckets.labels
+    series = [(result.retriever, result.by_length) for result in results]
+    labels = [label for label in results[0].buckets.labels
+              if any(by_length.get(label) for _, by_length in series)]  # fmt: skip
     columns = max(1, min(columns, len(names)))
     rows = math.ceil(len(names) / columns)
     figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.subplots(rows, columns, squeeze=False).ravel()
-    series = [(result.retriever, result.by_length) for result in results]
     for ax, name in zip(axes, names, strict=False):
-        for retriever, by_length in series:
-            values = [by_length.get(label, {}).get(name, math.nan) for label in labels]
-            ax.plot(range(len(labels)), values, marker="o", label=retriever)
-        ax.set_title(name)
-        ax.set_xticks(range(len(labels)), labels, rotation=30)
-        ax.set_xlabel("document length (words)")
+        if len(labels) == 1:
+            values = [by_length.get(labels[0], {}).get(name, math.nan) for _, by_length in series]
+            ax.bar(range(len(series)), values, color=[f"C{i}" for i in range(len(series))])
+            ax.set_xticks(range(len(series)), [retriever for retriever, _ in series], rotation=30)
+            ax.set_title(f"{name} (length {labels[0]} words)")
+        else:
+            for retriever, by_length in series:
+                values = [by_length.get(label, {}).get(name, math.nan) for label in labels]
+                ax.plot(range(len(labels)), values, marker="o", label=retriever)
+            ax.set_title(name)
+            ax.set_xticks(range(len(labels)), labels, rotation=30)
+            ax.set_xlabel("document length (words)")
         ax.set_ylim(-0.03, 1.03)  # every measure is a fraction; a fixed axis compares panels
         ax.grid(alpha=0.3)
     for ax in axes[len(names) :]:
         ax.set_visible(False)
-    axes[0].legend(fontsize="small")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="png", dpi=120)
-    return path
+    if len(labels) > 1:
+        axes[0].legend(fontsize="small")
+    return figure

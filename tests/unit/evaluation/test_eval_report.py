@@ -9,8 +9,10 @@ from longscan.evaluation.evaluator import EvaluationResult, ItemRecord
 from longscan.evaluation.report import (
     comparison_rows,
     comparison_table,
+    length_figure,
     markdown_table,
     plot_by_length,
+    read_json,
     result_table,
     select_measures,
     write_json,
@@ -62,10 +64,15 @@ def test_rich_tables_render(results):
 
 
 def test_json_and_plot_files(results, tmp_path):
-    path = write_json(results, tmp_path / "out" / "results.json")
+    settings = {"benchmark": "squad-long", "seed": 3, "command": "longscan eval -b squad-long"}
+    path = write_json(results, tmp_path / "out" / "results.json", settings)
     data = json.loads(path.read_text())
-    assert [entry["retriever"] for entry in data] == ["bm25", "dense"]
-    assert EvaluationResult.from_dict(data[1]).overall == results[1].overall
+    assert [entry["retriever"] for entry in data["results"]] == ["bm25", "dense"]
+    assert data["settings"]["seed"] == 3 and data["settings"]["versions"]["torch"]
+    read_settings, read = read_json(path)
+    assert read_settings == data["settings"] and read[1].overall == results[1].overall
+    (tmp_path / "old.json").write_text(json.dumps(data["results"]))  # before settings
+    assert read_json(tmp_path / "old.json")[1][0].overall == results[0].overall
 
     png = plot_by_length(results, tmp_path / "plots" / "by_length.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -78,3 +85,19 @@ def test_plot_rejects_mixed_buckets(results, tmp_path):
         plot_by_length([*results, other], tmp_path / "x.png")
     with pytest.raises(ValueError, match="no results"):
         plot_by_length([], tmp_path / "x.png")
+
+
+def test_a_run_of_one_length_plots_a_bar_per_retriever():
+    one_length = [
+        EvaluationResult(name, "sentence", MEASURES, (5_000, 20_000), [
+            ItemRecord("a", 9_000, 1, "5k-20k", "first", 0.5, 10, {"hit@100": hit}),
+            ItemRecord("b", 9_500, 1, "5k-20k", "last", 0.5, 10, {"hit@100": hit}),
+        ])
+        for name, hit in (("bm25", 0.5), ("scanner", 1.0))
+    ]  # fmt: skip
+    panel = length_figure(one_length).axes[0]
+    assert [bar.get_height() for bar in panel.patches] == [0.5, 1.0]
+    assert [tick.get_text() for tick in panel.get_xticklabels()] == ["bm25", "scanner"]
+    assert "5k-20k" in panel.get_title()
+    two_lengths = length_figure([_result("bm25", (1.0, 0.0))]).axes[0]
+    assert not two_lengths.patches and len(two_lengths.lines) == 1
