@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unicodedata
 from pathlib import Path
 
 from fpdf import FPDF
@@ -41,34 +42,42 @@ FONT_SIZE = 9
 
 
 def printable_line(line: str) -> str:
-    """A line as printed: tabs as spaces (fpdf2 draws no tab stops)."""
-    return line.replace("\t", "    ")
+    """A line as printed: a tab as a space (fpdf2 draws no tab stops), so offsets stay."""
+    return line.replace("\t", " ")
 
 
 def print_pdf(text: str, path: Path) -> list[tuple[int, int]]:
-    """Print ``text`` line by line, pages flowing; ``(source offset, page)`` of each line."""
+    """Print ``text`` line by line, pages flowing, each line wrapped into rows that are
+    printed one by one; ``(source offset, page)`` of every row, so a line that wraps over a
+    page break gives each part its own page."""
     pdf = FPDF(format="A4")
     pdf.set_auto_page_break(True, margin=15)
     pdf.add_font("DejaVu", fname=str(FONT))
     pdf.set_font("DejaVu", size=FONT_SIZE)
     pdf.add_page()
-    starts: list[tuple[int, int]] = []
+    rows: list[tuple[int, int]] = []
     offset = 0
     for line in text.split("\n"):
-        page = pdf.page_no() + int(pdf.will_page_break(LINE_HEIGHT))
-        starts.append((offset, page))
-        if line.strip():
-            pdf.multi_cell(0, LINE_HEIGHT, printable_line(line), new_x="LMARGIN", new_y="NEXT")
-        else:
-            pdf.ln(LINE_HEIGHT)
+        printed = printable_line(line)
+        at = 0  # where the next row starts in the line
+        wrapped = pdf.multi_cell(0, LINE_HEIGHT, printed, dry_run=True, output="LINES")
+        for row in wrapped if printed.strip() else [""]:
+            found = printed.find(row.strip(), at) if row.strip() else at
+            at = max(found, at)
+            page = pdf.page_no() + int(pdf.will_page_break(LINE_HEIGHT))
+            rows.append((offset + min(at, len(line)), page))
+            pdf.cell(0, LINE_HEIGHT, row, new_x="LMARGIN", new_y="NEXT")
+            at += len(row.strip())
         offset += len(line) + 1
     pdf.output(str(path))
-    return starts
+    return rows
 
 
 def dense_index(text: str) -> list[int]:
-    """Offsets of the non-space characters of ``text``, in order."""
-    return [i for i, c in enumerate(text) if not c.isspace()]
+    """Offsets of the visible characters of ``text`` (not white space, not format or control
+    characters such as U+200B, which print as nothing), in order."""
+    return [i for i, c in enumerate(text)
+            if not c.isspace() and unicodedata.category(c) not in ("Cf", "Cc")]  # fmt: skip
 
 
 class Alignment:

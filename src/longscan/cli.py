@@ -771,8 +771,19 @@ bank_app = typer.Typer(
     context_settings=HELP_OPTIONS,
 )
 app.add_typer(bank_app, name="bank")
-BANK_OPTION = typer.Option("--bank", help="The bank's folder.")
-DEFAULT_BANK = Path.home() / ".local" / "share" / "longscan" / "bank"
+BANK_OPTION = typer.Option(
+    "--bank",
+    help="The bank's folder (default: bank/ in LONGSCAN_DATA_DIR or the user data folder).",
+)
+
+
+def _bank_folder(given: Path | None) -> Path:
+    """The bank given, else ``bank/`` in the data folder (``settings.Folders``)."""
+    from longscan.settings import Folders
+
+    return given if given is not None else Folders().data_dir / "bank"
+
+
 RayAddress = Annotated[
     str | None,
     typer.Option(
@@ -789,7 +800,7 @@ def bank_add(
         list[Path],
         typer.Argument(exists=True, help="Files (text, Markdown, PDF, HTML, DOCX) or folders."),
     ],
-    bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK,
+    bank: Annotated[Path | None, BANK_OPTION] = None,
     domain: Annotated[str, typer.Option(help="A label to group documents.")] = "",
     source: Annotated[str, typer.Option(help="Where the documents come from.")] = "",
     sentence_vectors: Annotated[
@@ -828,7 +839,7 @@ def bank_add(
 
     scanned = SCANNED_TOKENS if sentence_vectors else None
     try:
-        store = MemoryBank(bank)  # only add creates a bank
+        store = MemoryBank(_bank_folder(bank))  # only add creates a bank
         with execution(ray_address):
             documents = iter_paths(paths, hidden=hidden)
             report = ingest(store, documents, source, domain, scanned_tokens=scanned)
@@ -840,14 +851,14 @@ def bank_add(
 @bank_app.command("remove")
 def bank_remove(
     keys: Annotated[list[str], typer.Argument(help="Document keys (as shown by search).")],
-    bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK,
+    bank: Annotated[Path | None, BANK_OPTION] = None,
 ) -> None:
     """Remove documents from the bank and its indexes."""
     from longscan.bank import MemoryBank
     from longscan.bank.store import BankError
 
     try:
-        store = MemoryBank(bank, create=False)
+        store = MemoryBank(_bank_folder(bank), create=False)
         removed = store.remove(keys)
         console.print_json(json.dumps({"removed": removed, "documents": len(store)}))
     except BankError as error:
@@ -855,26 +866,26 @@ def bank_remove(
 
 
 @bank_app.command("stats")
-def bank_stats(bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK) -> None:
+def bank_stats(bank: Annotated[Path | None, BANK_OPTION] = None) -> None:
     """Documents and tokens per domain, what is not indexed yet, and each index's entries."""
     from longscan.bank import MemoryBank
     from longscan.bank.store import BankError
 
     try:
-        console.print_json(json.dumps(MemoryBank(bank, create=False).stats()))
+        console.print_json(json.dumps(MemoryBank(_bank_folder(bank), create=False).stats()))
     except BankError as error:
         raise _fail(str(error)) from None
 
 
 @bank_app.command("check")
-def bank_check(bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK) -> None:
+def bank_check(bank: Annotated[Path | None, BANK_OPTION] = None) -> None:
     """Compare the documents with the BM25 and dense indexes, id by id; exit 1 if they
     disagree (`longscan bank repair` mends that)."""
     from longscan.bank import MemoryBank
     from longscan.bank.store import BankError
 
     try:
-        report = MemoryBank(bank, create=False).check()
+        report = MemoryBank(_bank_folder(bank), create=False).check()
     except BankError as error:
         raise _fail(str(error)) from None
     console.print_json(json.dumps(report.as_dict()))
@@ -888,14 +899,14 @@ def bank_check(bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK) -> None:
 
 
 @bank_app.command("repair")
-def bank_repair(bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK) -> None:
+def bank_repair(bank: Annotated[Path | None, BANK_OPTION] = None) -> None:
     """Make both indexes agree with the documents: rebuild an unreadable index, drop entries
     of deleted documents, index again what is missing. Prints what it found."""
     from longscan.bank import MemoryBank
     from longscan.bank.store import BankError
 
     try:
-        store = MemoryBank(bank, create=False)
+        store = MemoryBank(_bank_folder(bank), create=False)
         found = store.repair()
         after = store.check()
     except BankError as error:
@@ -908,7 +919,7 @@ def bank_repair(bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK) -> None:
 @bank_app.command("search")
 def bank_search(
     query: Annotated[str, typer.Option("--query", "-q", help="The question.")],
-    bank: Annotated[Path, BANK_OPTION] = DEFAULT_BANK,
+    bank: Annotated[Path | None, BANK_OPTION] = None,
     k: Annotated[int, typer.Option("-k", min=1, help="Documents to return.")] = 10,
     method: Annotated[str, typer.Option(help="First stage: bm25, dense or hybrid.")] = "hybrid",
     depth: Annotated[int, typer.Option(min=1, help="Candidates the scanner reads.")] = 50,
@@ -924,7 +935,7 @@ def bank_search(
 
     try:
         validate_query(query)
-        store = MemoryBank(bank, create=False)
+        store = MemoryBank(_bank_folder(bank), create=False)
         scanner = None
         if two_stage:
             from longscan.scanning.scanner import Scanner

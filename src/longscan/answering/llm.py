@@ -32,8 +32,7 @@ Message = dict[str, str]
 ENV_URL = "LONGSCAN_LLM_URL"
 ENV_MODEL = "LONGSCAN_LLM_MODEL"
 ENV_KEY = "LONGSCAN_LLM_API_KEY"
-ENV_CONFIG = "LONGSCAN_LLM_CONFIG"
-DEFAULT_CONFIG_FILE = Path.home() / ".config" / "longscan" / "llm.toml"
+CONFIG_FILE_NAME = "llm.toml"  # in the config folder (settings.Folders)
 HOW_TO_ADD_AN_LLM = (
     "No LLM is configured, so longscan shows the evidence only. To get answers, point it at "
     "any OpenAI-compatible server: `--llm http://127.0.0.1:8080/v1 --llm-model NAME`, or set "
@@ -96,8 +95,11 @@ def resolve_config(
     Raises:
         ValueError: a config file that is unreadable or names unknown settings.
     """
+    from longscan.settings import Folders, LLMEnvironment
+
     values: dict[str, Any] = {}
-    path = config_file or Path(os.environ.get(ENV_CONFIG, DEFAULT_CONFIG_FILE))
+    environment = LLMEnvironment()
+    path = config_file or environment.config or Folders().config_dir / CONFIG_FILE_NAME
     if config_file is not None or path.is_file():
         try:
             values.update(tomllib.loads(path.read_text(encoding="utf-8")).get("llm", {}))
@@ -108,9 +110,8 @@ def resolve_config(
                 f"{path}: do not write the key in a file; put it in {ENV_KEY} "
                 "(or name another variable with api_key_env)"
             )
-    for key, env in (("base_url", ENV_URL), ("model", ENV_MODEL)):
-        if os.environ.get(env):
-            values[key] = os.environ[env]
+    values.update({k: v for k, v in (("base_url", environment.url),
+                                     ("model", environment.model)) if v})  # fmt: skip
     values.update({k: v for k, v in (("base_url", url), ("model", model)) if v})
     values.update({k: v for k, v in overrides.items() if v is not None})
     if not values.get("base_url"):

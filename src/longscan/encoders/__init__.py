@@ -1,12 +1,26 @@
-"""Frozen local text encoders and their on-disk caches."""
+"""Local text encoders and their on-disk caches.
 
-from longscan.encoders.cache import EmbeddingCache, default_cache_dir
-from longscan.encoders.minilm import DEFAULT_ENCODER, SentenceEncoder, get_encoder
+Names are imported on first use (PEP 562), so a module that needs only the cache helpers
+(a PDF reader, the CLI) does not load PyTorch with the encoders.
+"""
 
-__all__ = [
-    "DEFAULT_ENCODER",
-    "EmbeddingCache",
-    "SentenceEncoder",
-    "default_cache_dir",
-    "get_encoder",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_HOMES = {
+    "EmbeddingCache": "longscan.encoders.cache",
+    "default_cache_dir": "longscan.encoders.cache",
+    "DEFAULT_ENCODER": "longscan.encoders.minilm",
+    "SentenceEncoder": "longscan.encoders.minilm",
+    "get_encoder": "longscan.encoders.minilm",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_HOMES[name]), name)

@@ -25,11 +25,10 @@ logger = logging.getLogger(__name__)
 
 
 def default_cache_dir() -> Path:
-    """``$LONGSCAN_CACHE_DIR``, else ``$XDG_CACHE_HOME/longscan``, else ``~/.cache/longscan``."""
-    if "LONGSCAN_CACHE_DIR" in os.environ:
-        return Path(os.environ["LONGSCAN_CACHE_DIR"])
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "longscan"
+    """``$LONGSCAN_CACHE_DIR``, else the platform's user cache folder (``settings.Folders``)."""
+    from longscan.settings import Folders
+
+    return Folders().cache_dir
 
 
 def file_sha256(path: Path) -> str:
