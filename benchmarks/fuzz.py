@@ -65,7 +65,8 @@ from typing import Any
 
 import numpy as np
 import psutil
-from tqdm import tqdm
+
+from longscan.progress import Bar
 
 MB = 1 << 20
 SURROGATE = re.compile("[\ud800-\udfff]")
@@ -365,7 +366,7 @@ def run_stage(
     """Run each ``(description, megabytes, job)`` and count what happened."""
     warm_at = max(1, stage.planned // 10)
     started = time.perf_counter()
-    with tqdm(total=stage.planned, desc=stage.name, unit="input", mininterval=5) as bar:
+    with Bar(stage.name, total=stage.planned) as bar:
         for description, megabytes, job in cases():
             limit = limit_s + per_mb_s * megabytes
             began = time.perf_counter()
@@ -399,7 +400,7 @@ def run_stage(
                 stage.keep(outcome.kind, description, outcome.detail)
             if stage.inputs == warm_at:
                 stage.rss_warm_mb = rss_mb()
-            bar.update()
+            bar.advance()
     stage.seconds = time.perf_counter() - started
     stage.rss_end_mb = rss_mb()
     if stage.inputs < warm_at:

@@ -150,15 +150,16 @@ def citations(retrievers: list[str], top_k: int, out: Path) -> dict:
 
 
 MEASURE = """
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
+from longscan.devices import peak_rss_bytes
 from longscan.readers import read_document
 started = time.perf_counter()
 document = read_document(Path(sys.argv[1]), "big.pdf", cache_dir=Path(sys.argv[2]))
 sentences = len(document.sentences)
 print(json.dumps({"seconds": time.perf_counter() - started, "chars": len(document.text),
                   "sentences": sentences, "pages": document.metadata["pages"],
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": peak_rss_bytes() / 2**20}))
 """
 
 

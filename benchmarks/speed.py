@@ -45,7 +45,8 @@ REQUERY_QUESTIONS = [
 CHILD = (
     f"REQUERY_QUESTIONS = {REQUERY_QUESTIONS!r}\n"
     + r"""
-import json, os, resource, sys, time
+import json, os, sys, time
+from longscan.devices import peak_rss_bytes
 from pathlib import Path
 from longscan.documents import Document
 from longscan.retrievers import get_retriever
@@ -80,7 +81,7 @@ for question in questions:
     retriever.retrieve(question, [document], top_k=50)
 again = (time.perf_counter() - started) / len(questions)
 print(json.dumps({"first": first, "requery": again, "sentences": len(document.sentences),
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "rss_mb": peak_rss_bytes() / 2**20}))
 """
 )
 

@@ -24,9 +24,9 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from longscan.documents import Document, read_file
+from longscan.progress import track
 from longscan.rerankers.cross_encoder import get_reranker
 from longscan.tables import is_row, row_label
 
@@ -40,7 +40,7 @@ def units_table(data_dir: Path) -> None:
     for folder in FOLDERS:
         files = sorted((data_dir / folder).glob("*.txt"))
         count: Counter[str] = Counter()
-        for path in tqdm(files, desc=folder, leave=False):
+        for path in track(files, folder):
             document = read_file(path)
             texts = document.sentence_texts()
             sizes = np.bincount(document.sentence_paragraph)
@@ -83,13 +83,13 @@ def probes(document: Document) -> list[tuple[str, list[int], int]]:
 def row_reading(data_dir: Path, limit: int, seed: int) -> None:
     files = sorted((data_dir / "train-docs" / "sec-full-filings").glob("*.txt"))
     every = []
-    for path in tqdm(files, desc="probes", leave=False):
+    for path in track(files, "probes"):
         document = read_file(path)
         every.extend((document, *probe) for probe in probes(document))
     chosen = random.Random(seed).sample(every, min(limit, len(every)))
     reranker = get_reranker()
     right = Counter()
-    for document, question, candidates, answer in tqdm(chosen, desc="reading", leave=False):
+    for document, question, candidates, answer in track(chosen, "reading"):
         texts = document.sentence_texts()
         for name, passages in (
             ("alone", [texts[i] for i in candidates]),

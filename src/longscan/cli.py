@@ -247,8 +247,9 @@ def ask(
         evidence = chosen.retrieve(query, documents, top_k=top_k)
     if min_score is not None:
         evidence = [item for item in evidence if item.score > min_score]
+    abstained = chosen.abstains(evidence)
     answer, llm_error = None, None
-    if llm_settings is not None:
+    if llm_settings is not None and not abstained:
         from longscan.answering.llm import LLMClient, LLMError
         from longscan.answering.pipelines import answer_with_evidence
 
@@ -261,6 +262,7 @@ def ask(
         payload = {
             "query": query,
             "retriever": retriever or DEFAULT_RETRIEVER,
+            "abstained": abstained,
             "evidence": [item.to_json() for item in evidence],
             "answer": None if answer is None else answer.text,
             "citations": [] if answer is None else [c.to_json() for c in answer.citations],
@@ -268,6 +270,17 @@ def ask(
         }
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
     else:
+        if abstained:
+            best = f"scores {evidence[0].score:.3g}" if evidence else "is missing"
+            console.print(
+                Text.assemble(
+                    ("No evidence found", "bold red"),
+                    f": the best sentence {best}, below the {chosen.abstain_below:.3g} this "
+                    "retriever needs (calibrated on the development split). The closest "
+                    "sentences follow.",
+                ),
+                highlight=False,
+            )
         _print_evidence(query, retriever or DEFAULT_RETRIEVER, evidence, documents, context)
         if answer is not None:
             cited = ", ".join(
@@ -301,34 +314,18 @@ def _read_with_progress(retriever: Any, documents: Sequence[Document]) -> None:
     unread = [d for d in documents if cache.get(encoder.cache_key(d)) is None]
     if not unread:
         return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from longscan.progress import Bar
 
-    columns = (
-        TextColumn("encoding sentences"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("left"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=errors, transient=True) as bar:
-        task = bar.add_task("encoding", total=sum(len(d.sentences) for d in unread))
+    with Bar("encoding sentences", total=sum(len(d.sentences) for d in unread)) as bar:
         before = 0
         for document in unread:
 
             def advance(done: int, _total: int, before: int = before) -> None:
-                bar.update(task, completed=before + done)
+                bar.update(completed=before + done)
 
             scanner.sentence_vectors(document, on_progress=advance)
             before += len(document.sentences)
-            bar.update(task, completed=before)
+            bar.update(completed=before)
 
 
 def _print_evidence(

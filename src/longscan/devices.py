@@ -59,3 +59,19 @@ def cpu_bfloat16() -> bool:
         raise ValueError(f"{PRECISION_VARIABLE}={chosen!r}: use float32 or bfloat16")
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return any(getattr(torch.cpu, check, lambda: False)() for check in checks)
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory. On Linux it is ``VmHWM`` of /proc/self/status:
+    ``getrusage``'s ``ru_maxrss`` survives ``execve``, so a child started by a large parent
+    would report the parent's size as its own peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource  # elsewhere: the best the platform gives (kilobytes on Linux and BSD)
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

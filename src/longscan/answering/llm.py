@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
+from longscan.progress import track
 
 logger = logging.getLogger(__name__)
 
@@ -267,10 +267,7 @@ class LLMClient:
             futures = [
                 pool.submit(self.chat, messages, max_tokens, schema) for messages in requests
             ]
-            return [
-                future.result()
-                for future in tqdm(futures, desc=desc, disable=len(futures) < 2, leave=False)
-            ]
+            return [future.result() for future in track(futures, desc, enabled=len(futures) > 1)]
 
     def _call(self, messages: Sequence[Message], params: dict[str, Any]) -> Completion:
         import openai

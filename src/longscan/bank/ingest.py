@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import resource
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ import numpy as np
 
 from longscan.bank.search import scanned_part
 from longscan.bank.store import MemoryBank, embed_openings, groups
+from longscan.devices import peak_rss_bytes
 from longscan.documents import Document, places_to_json
 from longscan.parallel import bounded_map, workers
 
@@ -130,7 +130,7 @@ def encode_batch(texts: list[str], scanned_tokens: int | None) -> Encoded:
             part = scanned_part(Document("-", text), scanned_tokens)
             sentence_vectors.append((encoder.cache_key(part), encoder.encode_document(part)))
         seconds["sentences"] = time.perf_counter() - started
-    return Encoded(tokens, openings, sentence_vectors, seconds, _peak_rss_bytes())
+    return Encoded(tokens, openings, sentence_vectors, seconds, peak_rss_bytes())
 
 
 @cache
@@ -171,9 +171,8 @@ def ingest(
     """
     if batch_documents < 1 or batch_chars < 1:
         raise ValueError("batch_documents and batch_chars must be at least 1")
-    from tqdm.auto import tqdm
-
     from longscan.encoders.minilm import bound_allocator
+    from longscan.progress import Bar
 
     bound_allocator()  # freed document texts go back to the OS: peak memory stays flat
     report = IngestReport()
@@ -188,7 +187,7 @@ def ingest(
     marked_at = time.perf_counter()
     with (
         bank.writing(),
-        tqdm(desc="ingesting", unit="doc", disable=not progress) as bar,
+        Bar("ingesting documents", enabled=progress) as bar,
         _finally_mark(bank, unmarked, report),
     ):
         for batch, encoded in bounded_map(encode, calls, max_in_flight or 2 * workers()):
@@ -207,13 +206,13 @@ def ingest(
             report.indexed += len(batch.texts)
             report.tokens += sum(encoded.tokens)
             report.batches += 1
-            bar.update(len(batch.texts))
-            bar.set_postfix(tokens=f"{report.tokens:,}", refresh=False)
+            bar.advance(len(batch.texts))
+            bar.update(note=f"{report.tokens:,} tokens")
             if on_batch is not None:
                 on_batch(report)
     bank.reload()
     report.wall_seconds = time.perf_counter() - started
-    report.peak_rss_driver_bytes = _peak_rss_bytes()
+    report.peak_rss_driver_bytes = peak_rss_bytes()
     return report
 
 
@@ -295,8 +294,3 @@ def _timed(items: Iterable[Item], seconds: dict[str, float]) -> Iterator[Item]:
         finally:
             seconds["read"] += time.perf_counter() - started
         yield item
-
-
-def _peak_rss_bytes() -> int:
-    """This process's peak resident memory (Linux reports kilobytes)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

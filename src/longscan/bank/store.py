@@ -568,20 +568,18 @@ class MemoryBank:
 
     def sync(self, batch: int = 256, progress: bool = True) -> int:
         """Index every document not yet indexed; returns how many were indexed."""
-        from tqdm.auto import tqdm
+        from longscan.progress import Bar
 
         with self.writing():
             total = int(
                 self.db.execute("SELECT COUNT(*) FROM documents WHERE indexed = 0").fetchone()[0]
             )
             done = 0
-            with tqdm(
-                total=total, desc="indexing", unit="doc", disable=not progress or not total
-            ) as bar:
+            with Bar("indexing", total=total, enabled=progress and bool(total)) as bar:
                 for rows in self.pending(batch):
                     self.index_batch(rows, embed_openings([t for _, t in rows]))
                     done += len(rows)
-                    bar.update(len(rows))
+                    bar.advance(len(rows))
         self.reload()
         return done
 

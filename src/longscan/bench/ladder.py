@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from longscan.answering.tokens import count_tokens
 from longscan.bank import MemoryBank, search
@@ -40,6 +39,7 @@ from longscan.bench.datasets import data_path
 from longscan.documents import Document, read_file
 from longscan.evaluation.measures import Measure, document_scores
 from longscan.parallel import bounded_map, ray_session, workers
+from longscan.progress import track
 
 MEASURES = tuple(Measure.parse(m) for m in ("docSR@1", "docSR@10", "docR@1", "docFR@1", "docFR@10"))
 DEFAULT_RUNGS = (64_000, 256_000, 512_000, 1_000_000, 5_000_000, 10_000_000, 20_000_000)
@@ -263,7 +263,7 @@ def evaluate_rung(
     calls = ((None, (str(bank.path), part, tuple(systems), depth)) for part in parts)
     answers: dict[tuple[str, str], Answer] = {}
     finished = bounded_map(answer, calls, 2 * workers())
-    for _, results in tqdm(finished, total=len(parts), desc="queries", leave=False):
+    for _, results in track(finished, "queries", total=len(parts)):
         for item in results:
             if (item.query_id, item.system) in answers:
                 raise RuntimeError(f"{item.query_id} was answered twice by {item.system}")

@@ -22,8 +22,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from longscan.answering.llm import LLMClient
 from longscan.answering.pipelines import Answer, answer_full_context, answer_with_evidence
 from longscan.answering.prompts import LOCALIZE_DOCUMENTS, versions
@@ -39,6 +37,7 @@ from longscan.evaluation.answers import (
     token_f1,
 )
 from longscan.evaluation.measures import Measure, document_scores
+from longscan.progress import track
 from longscan.retrievers.base import Retriever
 from longscan.selection import select
 
@@ -181,7 +180,7 @@ def run_loong(
     window = client.config.context_tokens - client.config.max_tokens - 64
     items = build_loong(max_items=max_items, seed=seed, data_dir=data_dir)
     records, answers = [], []
-    for item in tqdm(items, desc="loong", leave=False):
+    for item in track(items, "loong"):
         documents = (
             evidence_documents(
                 retriever,
@@ -269,7 +268,7 @@ def run_longdoc_qa(
     multiple_choice = task == "coursera"
     lengths: dict[str, int] = {}
     records = []
-    for item in tqdm(items, desc=f"leval {task}", leave=False):
+    for item in track(items, f"leval {task}"):
         document = item.documents[0]
         if document.id not in lengths:
             lengths[document.id] = count_tokens(document.text)

@@ -164,9 +164,9 @@ class ContextualSentenceEncoder:
         output = np.zeros((len(texts), self.dim), dtype=np.float32)
         bar = None
         if progress:
-            from tqdm.auto import tqdm
+            from longscan.progress import Bar
 
-            bar = tqdm(total=len(texts), desc="encoding sentences", unit="sent")
+            bar = Bar("encoding sentences", total=len(texts)).start()
         encoded = 0
         # Blocks of whole groups keep token ids and windows small on million-token inputs.
         for first, stop, sizes in self._blocks(group_sizes):
@@ -177,7 +177,7 @@ class ContextualSentenceEncoder:
                 done = sum(len(w.sentences) for w in batch)
                 encoded += done
                 if bar is not None:
-                    bar.update(done)
+                    bar.advance(done)
                 if on_progress is not None:
                     on_progress(encoded, len(texts))
         if bar is not None:

@@ -67,9 +67,9 @@ class SentenceEncoder:
         order = np.argsort([-len(ids) for ids in pieces], kind="stable")  # little padding
         bar = None
         if progress:
-            from tqdm.auto import tqdm
+            from longscan.progress import Bar
 
-            bar = tqdm(total=len(texts), desc="encoding", unit="text")
+            bar = Bar("encoding", total=len(texts)).start()
         for first in range(0, len(texts), batch_size):
             rows = order[first : first + batch_size]
             ids, mask = self.tokenizer.pad(
@@ -79,7 +79,7 @@ class SentenceEncoder:
             weights = mask[..., None].astype(np.float32)
             output[rows] = (states * weights).sum(axis=1) / weights.sum(axis=1)
             if bar is not None:
-                bar.update(len(rows))
+                bar.advance(len(rows))
         if bar is not None:
             bar.close()
         return unit_rows(output)

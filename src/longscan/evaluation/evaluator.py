@@ -15,8 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rich.progress import track
-
 from longscan.bench.items import QAItem
 from longscan.evaluation.budgets import DEFAULT_BUDGETS, budget_scores
 from longscan.evaluation.gold import gold_documents, gold_sentences, sentences_of_units
@@ -31,6 +29,7 @@ from longscan.evaluation.measures import (
     parse_measures,
     sentence_scores,
 )
+from longscan.progress import track
 from longscan.retrievers.base import Retriever
 
 DEFAULT_LENGTH_EDGES = (5_000, 20_000, 50_000, 100_000)
@@ -272,7 +271,7 @@ def evaluate(
     records: list[ItemRecord] = []
     gold: dict[str, list[tuple[str, int]]] = {}
     ranked: dict[str, list[tuple[str, int]]] = {}
-    for item in track(items, description=f"evaluating {name}", disable=not progress):
+    for item in track(items, f"evaluating {name}", enabled=progress):
         started = time.perf_counter()
         evidence = retriever.retrieve(item.query, item.documents, top_k=top_k)
         seconds = time.perf_counter() - started

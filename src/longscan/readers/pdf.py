@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from longscan.documents import DocumentError
+from longscan.progress import track
 from longscan.readers.extracted import Extracted, TextBuilder
 
 PROGRESS_PAGES = 50  # longer PDFs show a progress bar while their text is read
@@ -32,10 +31,7 @@ def read_pdf(path: Path) -> Extracted:
     builder = TextBuilder()
     try:
         pages = len(pdf)
-        for index in tqdm(
-            range(pages), desc=f"reading {path.name}", unit="page", leave=False,
-            disable=pages < PROGRESS_PAGES or None,
-        ):  # fmt: skip
+        for index in track(range(pages), f"reading {path.name}", enabled=pages >= PROGRESS_PAGES):
             page = pdf[index]
             textpage = page.get_textpage()
             try:

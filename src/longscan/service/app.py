@@ -134,6 +134,10 @@ class AnswerOut(BaseModel):
 
 class AskOut(BaseModel):
     question: str
+    abstained: bool = Field(
+        description="True when no sentence reaches the scanner's calibrated threshold: no "
+        "evidence was found, the evidence below is only the closest, and no LLM was asked."
+    )
     evidence: list[EvidenceOut] = Field(description="Best first.")
     answer: AnswerOut | None
     llm_error: str | None
@@ -393,7 +397,8 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         except ValueError as error:  # an empty question, a duplicate id
             raise HTTPException(400, str(error)) from None
         answered, llm_error = None, None
-        if llm_client is not None and evidence:
+        abstained = engine.abstains(evidence)
+        if llm_client is not None and evidence and not abstained:
             from longscan.answering.llm import LLMError
             from longscan.answering.pipelines import answer_with_evidence
 
@@ -413,6 +418,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         metrics.ask_seconds.observe(seconds)
         return AskOut(
             question=request.question,
+            abstained=abstained,
             evidence=_evidence_out(evidence),
             answer=answered,
             llm_error=llm_error,

@@ -214,6 +214,10 @@ class Engine:
         self._retriever = ScannerRetriever(Scanner.from_pretrained(cache=cache))
         self.document_count = len(self._bank)
 
+    def abstains(self, evidence: Sequence[Evidence]) -> bool:
+        """Whether the scanner found no evidence (``Retriever.abstains``)."""
+        return self._retriever is not None and self._retriever.abstains(evidence)
+
     @property
     def bank(self) -> MemoryBank:
         if self._bank is None:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from longscan.bench.builders import (
     build_benchmark,
@@ -37,6 +36,7 @@ from longscan.documents import Document, read_file
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
+from longscan.progress import track
 from longscan.scanning.features import LexicalFeatures
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def evaluation_fingerprints(data_dir: str | None = None, corpus: bool = False) -
         from longscan.bench.datasets import data_path
 
         files = sorted(p for p in data_path("corpus", data_dir).rglob("*") if p.is_file())
-        for path in tqdm(files, desc="corpus sentences", leave=False):
+        for path in track(files, "corpus sentences"):
             texts.extend(read_file(path).sentence_texts())
     for article in squad_articles("dev", data_dir=data_dir):
         for paragraph in article.paragraphs:
@@ -260,9 +260,7 @@ def build_training_set(
     combos = [(d, w, s) for d in datasets for w in lengths_words for s in seeds]
     contaminated: set[str] = set()
     keep = CleanParagraphs(fingerprints) if fingerprints is not None else None
-    for dataset, words, seed in tqdm(
-        combos, desc=f"building {split} examples", disable=not progress
-    ):
+    for dataset, words, seed in track(combos, f"building {split} examples", enabled=progress):
         items = source_items(
             dataset, split, words, seed, max_per_source, data_dir, keep, sentence_support
         )
@@ -305,7 +303,7 @@ def _assemble(
     features = LexicalFeatures(encoder.encoder, max_cached=4)
     vectors = [
         torch.from_numpy(encoder.cached_vectors(document, cache))
-        for document in tqdm(doc_list, desc=f"encoding {split} documents", disable=not progress)
+        for document in track(doc_list, f"encoding {split} documents", enabled=progress)
     ]
     queries = torch.from_numpy(
         encoder.encoder.encode([e[0] for e in examples], batch_size=128)
@@ -316,11 +314,11 @@ def _assemble(
         torch.from_numpy(
             features.for_scan(query, [doc_list[index]], vectors[index].numpy(), query_vector)
         )
-        for (query, index, _, _), query_vector in tqdm(
+        for (query, index, _, _), query_vector in track(
             zip(examples, queries.numpy(), strict=True),
+            f"features of {split} examples",
             total=len(examples),
-            desc=f"features of {split} examples",
-            disable=not progress,
+            enabled=progress,
         )
     ]
     manifest.update(

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from longscan.bench.builders import build_multihop, build_squad_long
 from longscan.bench.items import QAItem
@@ -30,6 +29,7 @@ from longscan.documents import Document
 from longscan.encoders.adapter import AdapterConfig, adapter_tensors, save_adapter
 from longscan.encoders.minilm import SentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
+from longscan.progress import track
 from longscan.rerankers.cross_encoder import base_cross_encoder, join_hop, sentence_in_context
 from longscan.retrievers.bm25 import build_index, tokenize
 from longscan.training.finetune import (
@@ -170,7 +170,7 @@ def mine_pairs(
     pairs: list[Pair] = []
     for name, items in sources:
         miner.rng = random.Random(f"{seed}/{name}")
-        for item in tqdm(items, desc=f"mining {name} pairs", disable=not progress):
+        for item in track(items, f"mining {name} pairs", enabled=progress):
             pairs.extend(miner.item_pairs(item, name))
     return pairs, pair_counts(pairs)
 

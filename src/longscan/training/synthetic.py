@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from longscan.answering.llm import Completion, LLMClient, LLMError
 from longscan.answering.prompts import SYNTH_CHUNK, SYNTH_LINKS, SYNTH_TWO_CHUNKS, Prompt
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.documents import Document, read_file
+from longscan.progress import track
 from longscan.training.data import contamination
 
 Strategy = Literal["chunk", "pair", "link"]
@@ -446,7 +446,7 @@ def generate(
     ``after_each`` sees the counts before every request after the first (a run of hours
     can be stopped at any point and its counts are on disk)."""
     rng = random.Random(f"{settings.seed}/spans")
-    for number, request in enumerate(tqdm(requests, desc="synthesising", leave=False)):
+    for number, request in enumerate(track(requests, "synthesising")):
         if after_each is not None and number:
             after_each(stats)
         strategy = request.strategy
@@ -513,7 +513,7 @@ def chunk_vectors(sources: Sequence[SourceDocument]) -> list[np.ndarray]:
 
     encoder = get_encoder()
     result = []
-    for source in tqdm(sources, desc="embedding chunks", leave=False):
+    for source in track(sources, "embedding chunks"):
         texts = [" ".join(source.texts[a:b]) for a, b in source.chunks]
         vectors = np.asarray(encoder.encode(texts), dtype=np.float32) if texts else np.zeros((0, 1))
         result.append(unit_rows(vectors))

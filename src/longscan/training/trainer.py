@@ -7,9 +7,9 @@ import time
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
 from longscan.models.scanner import ScannerModel
+from longscan.progress import Bar
 from longscan.training.args import TrainingArgs
 from longscan.training.data import TrainingSet, batches
 from longscan.training.losses import accuracy_at_top, listwise_softmax, weighted_bce
@@ -85,7 +85,7 @@ def train(
     )
     history: dict[str, Any] = {"loss": [], "dev": [], "optimizer_steps": 0}
     started = time.perf_counter()
-    bar = tqdm(total=total, desc="training", unit="step", disable=not progress)
+    bar = Bar("training", total=total, enabled=progress).start()
     step = 0
     for epoch in range(args.epochs):
         micro = 0
@@ -107,8 +107,9 @@ def train(
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{sum(history['loss'][-20:]) / len(history['loss'][-20:]):.3f}")
+            recent = history["loss"][-20:]
+            bar.advance()
+            bar.update(note=f"loss {sum(recent) / len(recent):.3f}")
             if step >= total:
                 break
         if dev_set is not None and len(dev_set):

@@ -306,8 +306,14 @@ async function ask(question) {
     setHits(result.evidence);
     showAnswer(result.answer);
     if (state.hits.length) goTo(0);
-    const note = result.llm_error ? `; no answer: ${result.llm_error}` : "";
-    setStatus(`${state.hits.length} hits in ${result.seconds.toFixed(1)} s${note}`, !!result.llm_error);
+    if (result.abstained) {  // below the scanner's calibrated threshold: say so first
+      setStatus(`No evidence found; the ${state.hits.length} closest sentences are shown `
+        + `(${result.seconds.toFixed(1)} s)`, true);
+    } else {
+      const note = result.llm_error ? `; no answer: ${result.llm_error}` : "";
+      setStatus(`${state.hits.length} hits in ${result.seconds.toFixed(1)} s${note}`,
+        !!result.llm_error);
+    }
     document.body.dataset.state = "answered";
   } catch (error) {
     setStatus(error.message, true);
