@@ -48,10 +48,16 @@ def main() -> None:
         seconds = time.perf_counter() - started
         after = torch_version(venv)
         listed = pip(venv, "list", "--format=freeze")
-        cuda = [line for line in listed.splitlines() if line.lower().startswith("nvidia")]
+        cuda = {line.split("==")[0].lower() for line in listed.splitlines()
+                if line.lower().startswith("nvidia")}  # fmt: skip
+        # torch was installed without its dependencies: pip adds them back with the others
+        required = pip(venv, "show", "torch").split("Requires:", 1)[1].splitlines()[0]
+        by_torch = {name.strip().lower() for name in required.split(",")}
         print(f"torch before: {before}; after `pip install -e .`: {after} "
               f"({'kept' if before == after else 'REPLACED'}); CUDA packages installed: "
-              f"{len(cuda)}; install took {seconds:.0f} s")  # fmt: skip
+              f"{len(cuda)}, of them required by torch {before} itself: "
+              f"{len(cuda & by_torch)}, by anything else: {len(cuda - by_torch)}; install "
+              f"took {seconds:.0f} s")  # fmt: skip
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

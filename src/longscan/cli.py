@@ -218,6 +218,13 @@ def ask(
     hidden: Annotated[
         bool, typer.Option(help="Also read hidden files and folders inside directories.")
     ] = False,
+    abstain: Annotated[
+        bool,
+        typer.Option(
+            help="Say 'no evidence found' (and ask no LLM) when the scanner's best sentence "
+            "is below its calibrated threshold; --no-abstain always answers.",
+        ),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
     context: Annotated[
         int, typer.Option(min=0, help="Characters of context around each hit.")
@@ -247,7 +254,7 @@ def ask(
         evidence = chosen.retrieve(query, documents, top_k=top_k)
     if min_score is not None:
         evidence = [item for item in evidence if item.score > min_score]
-    abstained = chosen.abstains(evidence)
+    abstained = abstain and chosen.abstains(evidence)
     answer, llm_error = None, None
     if llm_settings is not None and not abstained:
         from longscan.answering.llm import LLMClient, LLMError

@@ -8,6 +8,7 @@ hash, so a second question about the same 2,000-page filing does not extract it 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from longscan.readers.extracted import Extracted
 
 logger = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1  # bump when a reader's output changes, so older extractions are not reused
+CACHE_FORMAT = 2  # bump when a reader's output changes, so older extractions are not reused
 
 
 def _pdf(path: Path) -> Extracted:
@@ -63,7 +64,7 @@ def read_document(path: Path, doc_id: str, cache_dir: Path | None = None) -> Doc
     library, reader = READERS[path.suffix.lower()]
     digest = file_sha256(path)
     key = f"{digest}-{library}{version(library)}-v{CACHE_FORMAT}"
-    cached = (cache_dir or default_cache_dir()) / "extracted" / f"{key}.json"
+    cached = (cache_dir or default_cache_dir()) / "extracted" / key
     extracted = _load(cached)
     if extracted is None:
         extracted = reader(path)
@@ -72,34 +73,41 @@ def read_document(path: Path, doc_id: str, cache_dir: Path | None = None) -> Doc
     return Document(doc_id, extracted.text, metadata=metadata, places=extracted.places)
 
 
-def _load(path: Path) -> Extracted | None:
-    """A cached extraction, or None when there is none or it does not read back whole."""
+def _load(stem: Path) -> Extracted | None:
+    """A cached extraction (``<stem>.txt`` and the ``<stem>.json`` that vouches for it), or
+    None when there is none or it does not read back whole."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        return Extracted(raw["text"], places_from_json(raw["places"]), dict(raw["facts"]))
+        raw = json.loads(stem.with_name(stem.name + ".json").read_text(encoding="utf-8"))
+        text = stem.with_name(stem.name + ".txt").read_text(encoding="utf-8")
+        if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != raw["sha256"]:
+            raise ValueError("the text does not match its hash")
+        return Extracted(text, places_from_json(raw["places"]), dict(raw["facts"]))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as error:
-        logger.warning("%s: unreadable cached extraction, extracting again (%s)", path, error)
+        logger.warning("%s: unreadable cached extraction, extracting again (%s)", stem, error)
         return None
 
 
-def _store(path: Path, extracted: Extracted) -> None:
-    """Write the extraction whole or not at all (a reader never sees half a file)."""
+def _store(stem: Path, extracted: Extracted) -> None:
+    """Write the text as UTF-8 (one copy in memory at most, not a JSON string of it), then
+    the record that vouches for it: a reader never takes half a file."""
     from longscan.encoders.cache import staging_path
 
+    encoded = extracted.text.encode("utf-8", "surrogatepass")
     record = {
-        "text": extracted.text,
+        "sha256": hashlib.sha256(encoded).hexdigest(),
         "places": places_to_json(extracted.places),
         "facts": extracted.facts,
     }
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = staging_path(path)
-        partial.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
-        partial.replace(path)
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        for suffix, data in ((".txt", encoded), (".json", json.dumps(record).encode())):
+            partial = staging_path(stem.with_name(stem.name + suffix))
+            partial.write_bytes(data)
+            partial.replace(stem.with_name(stem.name + suffix))
     except OSError as error:  # a read-only cache costs speed, not the answer
-        logger.warning("%s: cannot cache the extraction (%s)", path, error)
+        logger.warning("%s: cannot cache the extraction (%s)", stem, error)
 
 
 __all__ = ["READERS", "Extracted", "read_document"]

@@ -26,9 +26,10 @@ def checkpoint_with(tmp_path: Path, threshold: object) -> Path:
     return folder
 
 
-def asked(novel_path: Path, retriever: str) -> dict:
+def asked(novel_path: Path, retriever: str, *options: str) -> dict:
     result = CliRunner().invoke(
-        app, ["ask", str(novel_path), "-q", QUESTION, "-r", retriever, "--json", "-k", "3"],
+        app,
+        ["ask", str(novel_path), "-q", QUESTION, "-r", retriever, "--json", "-k", "3", *options],
         env={"LONGSCAN_LLM_URL": "http://127.0.0.1:9/v1"},  # an LLM that would fail if asked
     )  # fmt: skip
     return {"exit_code": result.exit_code, **json.loads(result.stdout)}
@@ -42,6 +43,8 @@ def test_below_the_threshold_ask_abstains_and_asks_no_llm(novel_path: Path, tmp_
     assert lenient["abstained"] is False
     assert lenient["llm_error"]  # it did ask the (unreachable) LLM
     assert [e["start"] for e in lenient["evidence"]] == [e["start"] for e in strict["evidence"]]
+    forced = asked(novel_path, f"scanner:{checkpoint_with(tmp_path / 'c', 1e9)}", "--no-abstain")
+    assert forced["abstained"] is False and forced["llm_error"]
 
 
 def test_only_a_calibrated_plain_scan_abstains(tmp_path: Path) -> None:
