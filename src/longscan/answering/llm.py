@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -74,6 +74,9 @@ class LLMConfig:
     prompt_price_per_million: float = 0.0
     completion_price_per_million: float = 0.0
     cache_path: str | None = None  # None: <longscan's cache folder>/llm.sqlite
+    # How prompt budgets count tokens: "auto" (the server's tokenize endpoint when it has one,
+    # else cl100k), "server", "cl100k", or the path of a tokenizer.json (Hugging Face).
+    tokenizer: str = "auto"
 
     def api_key(self) -> str:
         """The key from the environment; local servers accept any non-empty string."""
@@ -206,6 +209,67 @@ def default_cache_path() -> Path:
     return default_cache_dir() / "llm.sqlite"
 
 
+# A server's tokenize endpoints, below its root: llama.cpp's server and vLLM ("/tokenize"),
+# llama-cpp-python's ("/extras/tokenize"). One body serves all: each reads its own field.
+TOKENIZE_ROUTES = ("tokenize", "extras/tokenize")
+
+
+def _server_counter(config: LLMConfig) -> Callable[[str], int] | None:
+    """Counts with the server's own tokenizer, or None when none of its routes answers."""
+    import httpx
+
+    root = config.base_url.rstrip("/").removesuffix("/v1")
+    headers = {"Authorization": f"Bearer {config.api_key()}"}
+
+    def body(text: str) -> dict[str, Any]:
+        return {"content": text, "prompt": text, "input": text, "model": config.model,
+                "add_special_tokens": False}  # fmt: skip
+
+    def tokens(reply: httpx.Response) -> int:
+        data = reply.raise_for_status().json()
+        return int(data["count"]) if "count" in data else len(data["tokens"])
+
+    for route in TOKENIZE_ROUTES:
+        url = f"{root}/{route}"
+        try:
+            tokens(httpx.post(url, json=body("a probe"), headers=headers, timeout=10))
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            continue
+        return lambda text, url=url: tokens(
+            httpx.post(url, json=body(text), headers=headers, timeout=config.timeout_s)
+        )
+    return None
+
+
+def token_counter(config: LLMConfig) -> Callable[[str], int]:
+    """How ``config``'s model counts tokens (``LLMConfig.tokenizer``).
+
+    Raises:
+        ValueError: "server" for a server without a tokenize endpoint, or a tokenizer file
+            that cannot be read.
+    """
+    from longscan.answering.tokens import count_tokens
+
+    if config.tokenizer == "cl100k":
+        return count_tokens
+    if config.tokenizer in ("auto", "server"):
+        counter = _server_counter(config)
+        if counter is not None:
+            return counter
+        if config.tokenizer == "server":
+            raise ValueError(f"{config.base_url}: the server offers no tokenize endpoint")
+        logger.info("%s has no tokenize endpoint; prompt budgets count cl100k tokens",
+                    config.base_url)  # fmt: skip
+        return count_tokens
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(config.tokenizer)
+    except Exception as error:  # tokenizers raises its own exception types
+        raise ValueError(f"cannot read the tokenizer {config.tokenizer}: {error}") from None
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
 class LLMClient:
     """Chat completions with cache, accounting, retries and bounded concurrency."""
 
@@ -223,6 +287,14 @@ class LLMClient:
             timeout=config.timeout_s,
             max_retries=config.max_retries,
         )
+        self._counter: Callable[[str], int] | None = None
+
+    def count_tokens(self, text: str) -> int:
+        """``text``'s tokens as the model counts them (``LLMConfig.tokenizer``), for prompt
+        budgets: a model's own tokenizer can count a third more than cl100k."""
+        if self._counter is None:
+            self._counter = token_counter(self.config)
+        return self._counter(text)
 
     def chat(
         self,

@@ -10,7 +10,7 @@ answers the same LLM merges.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +24,7 @@ from longscan.scanning.scanner import SlidingWindow
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 NOT_FOUND = "NOT FOUND"
 PROMPT_MARGIN_TOKENS = 300  # instructions, question and chat template around the text
+SAMPLE_SENTENCES = 200  # sentences the model's tokenizer counts to scale cl100k counts
 PAPER_WINDOW_TOKENS = 120_000
 
 
@@ -79,10 +80,17 @@ def answer_with_evidence(
 
 
 def text_windows(
-    documents: Sequence[Document], window_tokens: int, stride_tokens: int
+    documents: Sequence[Document],
+    window_tokens: int,
+    stride_tokens: int,
+    count: Callable[[str], int] | None = None,
 ) -> list[str]:
     """The documents (each headed by its id) cut at sentence ends into windows of at most
-    about ``window_tokens`` cl100k tokens, a new window every ``stride_tokens``."""
+    about ``window_tokens`` tokens, a new window every ``stride_tokens``.
+
+    Sentences are counted in cl100k; with ``count`` (the model's tokenizer), those counts are
+    scaled by the ratio of the two on a sample of the sentences, so a window fits the model
+    without a call per sentence."""
     pieces = [
         (f"[{document.id}] " if i == 0 else "") + text
         for document in documents
@@ -91,6 +99,10 @@ def text_windows(
     if not pieces:
         return []
     tokens = np.asarray(count_each(pieces), dtype=np.float64)
+    if count is not None:
+        step = max(1, len(pieces) // SAMPLE_SENTENCES)
+        sample = " ".join(pieces[::step][:SAMPLE_SENTENCES])
+        tokens *= count(sample) / max(count_tokens(sample), 1)
     windows = SlidingWindow(window_tokens, stride_tokens).windows(np.maximum(tokens, 1.0))
     return [" ".join(pieces[start:stop]) for start, stop in windows]
 
@@ -111,7 +123,7 @@ def answer_full_context(
     fits = client.config.context_tokens - client.config.max_tokens - PROMPT_MARGIN_TOKENS
     window = window_tokens or max(256, min(PAPER_WINDOW_TOKENS, fits))
     stride = stride_tokens or max(1, window // 2)
-    texts = text_windows(documents, window, stride)
+    texts = text_windows(documents, window, stride, client.count_tokens)
     if not texts:
         raise ValueError("the documents hold no text to answer from")
     requests = [
@@ -126,7 +138,7 @@ def answer_full_context(
         return Answer(NOT_FOUND, mode="full-context", windows=len(answers))
     listed = "\n".join(f"- {a}" for a in found)
     budget = client.config.context_tokens - client.config.max_tokens - PROMPT_MARGIN_TOKENS
-    while count_tokens(listed) > budget and "\n" in listed:  # keep the merge inside the window
+    while client.count_tokens(listed) > budget and "\n" in listed:  # keep the merge inside
         listed = listed.rsplit("\n", 1)[0]
     merged = client.chat(MERGE_WINDOW_ANSWERS.messages(question=question, answers=listed))
     return Answer(merged.text.strip(), mode="full-context", windows=len(answers))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,21 +105,25 @@ def evidence_documents(
 
 
 def assemble_loong_prompt(
-    item: QAItem, budget_tokens: int, documents: Sequence[Document] | None = None
+    item: QAItem,
+    budget_tokens: int,
+    documents: Sequence[Document] | None = None,
+    count: Callable[[str], int] = count_tokens,
 ) -> tuple[str, list[str], list[str]]:
     """Loong's prompt for ``item``: its template with the documents (each already starting
     with its header) joined by blank lines, in the item's order.
 
-    A document that would push the prompt past ``budget_tokens`` (cl100k) is skipped and the
-    next one tried, as Loong does. Returns the prompt, the included and the skipped ids.
+    A document that would push the prompt past ``budget_tokens`` (counted by ``count``: the
+    model's tokenizer, ``LLMClient.count_tokens``; cl100k by default) is skipped and the next
+    one tried, as Loong does. Returns the prompt, the included and the skipped ids.
     """
     template = item.metadata["prompt_template"]
     instruction = item.metadata.get("instruction", "")
-    used = count_tokens(template.format(docs="", instruction=instruction, question=item.query))
+    used = count(template.format(docs="", instruction=instruction, question=item.query))
     included: list[Document] = []
     skipped: list[str] = []
     for document in documents if documents is not None else item.documents:
-        tokens = count_tokens(document.text) + 1
+        tokens = count(document.text) + 1
         if used + tokens > budget_tokens:
             skipped.append(document.id)
             continue
@@ -191,7 +195,9 @@ def run_loong(
             if retriever is not None
             else item.documents
         )
-        prompt, included, skipped = assemble_loong_prompt(item, window, documents)
+        prompt, included, skipped = assemble_loong_prompt(
+            item, window, documents, client.count_tokens
+        )
         reply = client.chat([{"role": "user", "content": prompt}]).text
         answers.append(reply)
         records.append(
@@ -203,7 +209,7 @@ def run_loong(
                 "question": item.query,
                 "reference": item.answers[0] if item.answers else "",
                 "answer": reply,
-                "prompt_tokens": count_tokens(prompt),
+                "prompt_tokens": client.count_tokens(prompt),
                 "included": included,
                 "skipped": skipped,
             }
@@ -386,14 +392,14 @@ def _plot_by_bucket(by_bucket: dict[str, dict[str, Any]], title: str, path: Path
 
 
 def serialize_collection(
-    documents: Sequence[Document], budget_tokens: int
+    documents: Sequence[Document], budget_tokens: int, count: Callable[[str], int] = count_tokens
 ) -> tuple[str, dict[int, str]]:
-    """``[DocID=n] text`` blocks in order, skipping documents that would overflow the budget;
-    returns the text and the id → document map of what was shown."""
+    """``[DocID=n] text`` blocks in order, skipping documents that would overflow the budget
+    (in ``count``'s tokens); returns the text and the id → document map of what was shown."""
     blocks, shown, used = [], {}, 0
     for number, document in enumerate(documents):
         block = f"[DocID={number}] {' '.join(document.text.split())}"
-        tokens = count_tokens(block) + 1
+        tokens = count(block) + 1
         if used + tokens > budget_tokens:
             continue
         blocks.append(block)
@@ -435,7 +441,9 @@ def run_localization(
     requests = []
     shown_maps = []
     for item in items:
-        corpus, shown = serialize_collection(item.documents, budget - count_tokens(item.query))
+        corpus, shown = serialize_collection(
+            item.documents, budget - client.count_tokens(item.query), client.count_tokens
+        )
         requests.append(LOCALIZE_DOCUMENTS.messages(corpus=corpus, question=item.query, k=str(k)))
         shown_maps.append(shown)
     completions = client.chat_many(requests, max_tokens=64, desc="localize")
