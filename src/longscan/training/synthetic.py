@@ -550,7 +550,9 @@ def parse_examples(text: str, origin: str, sources: Path | None = None) -> list[
             changed, or a label that is not a sentence.
     """
     examples = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # JSON Lines end at "\n" only: str.splitlines would also cut at U+2028 or \x1e, which
+    # ensure_ascii=False writes raw inside a string (filings hold both)
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

@@ -277,6 +277,30 @@ def test_packed_examples_read_back_the_labelled_text_of_a_real_filing(
         syn.read_examples(file, tmp_path / "docs")
 
 
+def test_a_line_separator_inside_an_example_stays_inside_it(data_dir: Path, tmp_path: Path) -> None:
+    """A CUAD contract holds U+2028, which JSON Lines written with ensure_ascii=False keep
+    raw inside a string: reading must split at "\\n" only, as the run wrote them."""
+    from longscan.documents import read_file
+
+    path = (
+        data_dir
+        / "train-docs"
+        / "cuad"
+        / "KALLOINC_11_03_2011-EX-10.1-STRATEGIC_ALLIANCE_AGREEMENT.txt"
+    )  # noqa: E501
+    document = read_file(path, doc_id=path.name)
+    assert "\u2028" in document.text
+    source = syn.SourceDocument(document, SETTINGS.chunk_sentences)
+    requests = syn.plan([source], "chunk", 40, SETTINGS)
+    examples = [syn.build_example(r, [[0]], "What does it say?", random.Random(0), SETTINGS, i)
+                for i, r in enumerate(requests)]  # fmt: skip
+    holding = [e for e in examples if e is not None and "\u2028" in e.text]
+    assert holding
+    file = tmp_path / "run.jsonl"
+    assert syn.write_examples(iter(holding), file) == len(holding)
+    assert [e.text for e in syn.read_examples(file)] == [e.text for e in holding]
+
+
 def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
     data_dir: Path, tmp_path: Path
 ) -> None:
