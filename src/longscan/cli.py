@@ -827,6 +827,14 @@ def bank_add(
     hidden: Annotated[
         bool, typer.Option(help="Also add hidden files and folders inside directories.")
     ] = False,
+    encoder: Annotated[
+        str | None,
+        typer.Option(
+            help="The dense index's sentence-transformers model (a name in the local Hugging "
+            "Face cache, or a folder; safetensors only), chosen when the bank is created and "
+            "kept: later adds and searches use it. Default: the packaged MiniLM.",
+        ),
+    ] = None,
 ) -> None:
     """Add or update documents (keyed by their relative path) and index them.
 
@@ -843,7 +851,7 @@ def bank_add(
 
     scanned = SCANNED_TOKENS if sentence_vectors else None
     try:
-        store = MemoryBank(_bank_folder(bank))  # only add creates a bank
+        store = MemoryBank(_bank_folder(bank), encoder=encoder)  # only add creates a bank
         with execution(ray_address):
             documents = iter_paths(paths, hidden=hidden)
             report = ingest(store, documents, source, domain, scanned_tokens=scanned)

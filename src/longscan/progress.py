@@ -23,6 +23,7 @@ from rich.progress import (
 )
 
 Item = TypeVar("Item")
+stderr = Console(stderr=True)  # where bars are drawn (a test may put a recording one here)
 _lock = threading.Lock()
 _shared: Progress | None = None
 _open_bars = 0
@@ -40,7 +41,7 @@ def _display() -> Progress:
             TextColumn("left"),
             TimeRemainingColumn(),
             TextColumn("{task.fields[note]}"),
-            console=Console(stderr=True),
+            console=stderr,
             transient=True,
         )
         _shared.start()

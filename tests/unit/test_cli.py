@@ -294,10 +294,13 @@ def test_a_first_scan_shows_sentences_and_time_left_and_json_stays_clean(
     from rich.console import Console
 
     import longscan.cli as cli
+    from longscan import progress
     from longscan.documents import read_paths
 
     screen = io.StringIO()
-    monkeypatch.setattr(cli, "errors", Console(file=screen, force_terminal=True, width=80))
+    drawing = Console(file=screen, force_terminal=True, width=80)
+    monkeypatch.setattr(cli, "errors", drawing)
+    monkeypatch.setattr(progress, "stderr", drawing)  # where the bars are drawn
     args = ["ask", str(novel_path), "-q", "Who fell down the rabbit hole?", "-k", "2", "--json"]
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output

@@ -36,6 +36,7 @@ from longscan.bank.search import scanned_part
 from longscan.bank.store import MemoryBank, embed_openings, groups
 from longscan.devices import peak_rss_bytes
 from longscan.documents import Document, places_to_json
+from longscan.encoders.external import PACKAGED
 from longscan.parallel import bounded_map, workers
 
 Item = TypeVar("Item")
@@ -104,15 +105,15 @@ class IngestReport:
         }
 
 
-def encode_batch(texts: list[str], scanned_tokens: int | None) -> Encoded:
-    """The worker's stage: token counts, opening vectors and (optionally) sentence vectors of
-    the first ``scanned_tokens`` tokens of each document."""
+def encode_batch(texts: list[str], scanned_tokens: int | None, encoder: str = PACKAGED) -> Encoded:
+    """The worker's stage: token counts, opening vectors by the bank's ``encoder`` and
+    (optionally) sentence vectors of the first ``scanned_tokens`` tokens of each document."""
     from longscan.answering.tokens import count_each
-    from longscan.encoders import get_encoder
+    from longscan.encoders.external import load_text_encoder
 
     seconds = {}
     started = time.perf_counter()
-    get_encoder()  # loaded once per worker: its time is kept apart from the per-token stages
+    load_text_encoder(encoder)  # once per worker: its time is kept apart from the per-token stages
     if scanned_tokens is not None:
         _contextual_encoder()
     seconds["load"] = time.perf_counter() - started
@@ -120,7 +121,7 @@ def encode_batch(texts: list[str], scanned_tokens: int | None) -> Encoded:
     tokens = count_each(texts)
     seconds["tokenize"] = time.perf_counter() - started
     started = time.perf_counter()
-    openings = embed_openings(texts)
+    openings = embed_openings(texts, encoder)
     seconds["encode"] = time.perf_counter() - started
     sentence_vectors = []
     if scanned_tokens is not None:
@@ -151,7 +152,7 @@ def ingest(
     batch_chars: int = BATCH_CHARS,
     max_in_flight: int | None = None,
     checkpoint_seconds: float = CHECKPOINT_SECONDS,
-    encode: Callable[[list[str], int | None], Encoded] = encode_batch,
+    encode: Callable[[list[str], int | None, str], Encoded] = encode_batch,
     on_batch: Callable[[IngestReport], None] | None = None,
     progress: bool = True,
 ) -> IngestReport:
@@ -182,7 +183,7 @@ def ingest(
         _never_indexed(bank, batch_documents),
         _changed(bank, documents, batch_documents, batch_chars, report),
     )
-    calls = ((batch, (batch.texts, scanned_tokens)) for batch in batches)
+    calls = ((batch, (batch.texts, scanned_tokens, bank.encoder)) for batch in batches)
     unmarked: list[int] = []  # indexed, not yet flagged: see ``MemoryBank.mark_indexed``
     marked_at = time.perf_counter()
     with (

@@ -46,11 +46,12 @@ import numpy as np
 
 from longscan.documents import Document, Place, places_from_json, places_to_json
 from longscan.encoders.cache import EmbeddingCache
-from longscan.encoders.minilm import EMBEDDING_DIM  # the driver never loads the model for it
+from longscan.encoders.external import PACKAGED, canonical_encoder, encoder_dim
 
-# 2: each document's places (PDF pages, heading paths); 1: ids never reused (AUTOINCREMENT);
-# 0: the first banks, without it
-SCHEMA_VERSION = 2
+# 3: a settings table (the encoder); 2: each document's places (PDF pages, heading paths);
+# 1: ids never reused (AUTOINCREMENT); 0: the first banks, without it
+SCHEMA_VERSION = 3
+PLACES_VERSION = 2  # the documents table's layout since then
 TABLE = """
 CREATE TABLE documents (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -65,6 +66,8 @@ CREATE TABLE documents (
     places TEXT NOT NULL DEFAULT '[]'
 )"""
 DOMAIN_INDEX = "CREATE INDEX documents_domain ON documents(domain)"
+# what a bank was built with (its encoder); banks from before it have no row: the packaged one
+SETTINGS_TABLE = "CREATE TABLE IF NOT EXISTS bank_settings (key TEXT PRIMARY KEY, value TEXT)"
 COLUMNS = "id, key, source, domain, tokens, content_hash, text, added, indexed"  # every version
 DENSE_WINDOW_TOKENS = 256
 LOCK_POLL_SECONDS = 0.2
@@ -199,9 +202,22 @@ class MemoryBank:
         create: Create the bank if the folder holds none; otherwise raise ``BankNotFound``.
         lock_timeout: Seconds a write waits for another process's writer lock before
             ``BankBusy``; ``None`` waits as long as it takes.
+        encoder: The sentence-transformers model (name or folder) whose vectors the dense
+            index holds: recorded when the bank is created, and refused when it differs from
+            the one recorded (vectors of two models cannot share an index). ``None`` takes the
+            recorded one, or the packaged MiniLM for a new bank.
+
+    Raises:
+        BankError: ``encoder`` is not the encoder the bank was built with.
     """
 
-    def __init__(self, path: Path, create: bool = True, lock_timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        create: bool = True,
+        lock_timeout: float | None = None,
+        encoder: str | None = None,
+    ) -> None:
         self.path = Path(path)
         self.file = self.path / "bank.sqlite"
         if not create and not self.file.is_file():
@@ -216,11 +232,45 @@ class MemoryBank:
         self.db = sqlite3.connect(str(self.file), factory=_Connection)
         self.db.file = self.file
         _create_or_migrate(self.db)
+        self.encoder = self._settle_encoder(encoder)
+        self.dim = int(self._setting("encoder_dim") or encoder_dim(self.encoder))
         self._bm25: Any = None
         self._dense: Any = None
         self._dense_stamp: tuple[int, ...] | None = None  # the file the index in memory is
         self._dense_dirty = False  # changed in memory since loaded or saved
-        self._encoder: Any = None
+
+    def _setting(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM bank_settings WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _settle_encoder(self, asked: str | None) -> str:
+        """The bank's encoder: the recorded one; or, for a bank without documents, the one
+        asked for, recorded in one transaction with its vectors' length."""
+        recorded = self._setting("encoder")
+        asked = None if asked is None else canonical_encoder(asked)
+        if recorded is None and asked not in (None, PACKAGED):
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                recorded = self._setting("encoder")
+                empty = self.db.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 0
+                if recorded is None and empty:
+                    self.db.executemany(
+                        "INSERT INTO bank_settings (key, value) VALUES (?, ?)",
+                        [("encoder", asked), ("encoder_dim", str(encoder_dim(asked)))],
+                    )
+                    recorded = asked
+                self.db.commit()
+            except BaseException:
+                self.db.rollback()
+                raise
+        built_with = recorded or PACKAGED
+        if asked is not None and asked != built_with:
+            raise BankError(
+                f"the bank in {self.path} holds vectors of the encoder {built_with!r}, not "
+                f"{asked!r}: search it with its own encoder (leave --encoder out), or put the "
+                "documents in a new bank"
+            )
+        return built_with
 
     # -------------------------------------------------------------------------- writing
 
@@ -418,6 +468,7 @@ class MemoryBank:
             "not_indexed": int(sum(r[3] or 0 for r in rows)),
             "domains": {r[0] or "-": {"documents": r[1], "tokens": int(r[2] or 0)} for r in rows},
             "index_entries": self._index_entries(),
+            "encoder": self.encoder,
             "path": str(self.path),
         }
 
@@ -464,7 +515,7 @@ class MemoryBank:
             from usearch.index import Index
 
             if stamp is None:
-                self._dense = Index(ndim=EMBEDDING_DIM, metric="cos", dtype="f32")
+                self._dense = Index(ndim=self.dim, metric="cos", dtype="f32")
             else:
                 try:
                     self._dense = Index.restore(str(file), view=False)
@@ -475,21 +526,14 @@ class MemoryBank:
                         f"`longscan bank repair --bank {self.path}` rebuilds it from the "
                         "documents"
                     ) from None
-                if self._dense is None or self._dense.ndim != EMBEDDING_DIM:
+                if self._dense is None or self._dense.ndim != self.dim:
                     self._dense = None
                     raise DenseIndexError(
-                        f"the dense index {file} is not a {EMBEDDING_DIM}-dimension usearch "
+                        f"the dense index {file} is not a {self.dim}-dimension usearch "
                         f"index; `longscan bank repair --bank {self.path}` rebuilds it"
                     )
             self._dense_stamp = stamp
         return self._dense
-
-    def _get_encoder(self) -> Any:
-        if self._encoder is None:
-            from longscan.encoders import get_encoder
-
-            self._encoder = get_encoder()
-        return self._encoder
 
     def _unindex(self, ids: Sequence[int]) -> None:
         with self.writing():
@@ -577,7 +621,7 @@ class MemoryBank:
             done = 0
             with Bar("indexing", total=total, enabled=progress and bool(total)) as bar:
                 for rows in self.pending(batch):
-                    self.index_batch(rows, embed_openings([t for _, t in rows]))
+                    self.index_batch(rows, embed_openings([t for _, t in rows], self.encoder))
                     done += len(rows)
                     bar.advance(len(rows))
         self.reload()
@@ -666,7 +710,10 @@ class MemoryBank:
         dense = self._dense_index()
         if len(dense) == 0:
             return []
-        vector = np.asarray(self._get_encoder().encode([query]), dtype=np.float32)[0]
+        from longscan.encoders.external import load_text_encoder
+
+        query_vectors = load_text_encoder(self.encoder).encode([query])
+        vector = np.asarray(query_vectors, dtype=np.float32)[0]
         matches = dense.search(vector, min(k, len(dense)))
         return [
             (int(key), 1.0 - float(distance))
@@ -684,10 +731,11 @@ def _stamp(file: Path) -> tuple[int, ...] | None:
 
 
 def _create_or_migrate(db: _Connection) -> None:
-    """Create the table, or bring an older bank's up to ``SCHEMA_VERSION``, in one
+    """Create the tables, or bring an older bank's up to ``SCHEMA_VERSION``, in one
     transaction (a second process waits, then finds it done).
 
-    Version 1 had no ``places`` column: its documents are copied with none (they were
+    Version 2 had no settings table: it gains an empty one (its encoder is the packaged
+    one). Version 1 had no ``places`` column: its documents are copied with none (they were
     plain text). Version 0 had ``INTEGER PRIMARY KEY`` without ``AUTOINCREMENT``, so a
     deleted last id came back: the table is copied into one that never reuses an id. Ids
     deleted above the highest one left before the migration cannot be known, and may be
@@ -697,23 +745,31 @@ def _create_or_migrate(db: _Connection) -> None:
         return
     db.execute("BEGIN IMMEDIATE")
     try:
-        if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-            old = db.execute(
-                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'documents'"
-            ).fetchone()
-            if old is not None:
-                db.execute("DROP INDEX IF EXISTS documents_domain")
-                db.execute("ALTER TABLE documents RENAME TO documents_v0")
-            db.execute(TABLE)
-            if old is not None:
-                db.execute(f"INSERT INTO documents ({COLUMNS}) SELECT {COLUMNS} FROM documents_v0")
-                db.execute("DROP TABLE documents_v0")
-            db.execute(DOMAIN_INDEX)
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version < SCHEMA_VERSION:
+            if version < PLACES_VERSION:
+                _copy_documents(db)
+            db.execute(SETTINGS_TABLE)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.commit()
     except BaseException:
         db.rollback()
         raise
+
+
+def _copy_documents(db: _Connection) -> None:
+    """The documents table in today's layout, with an old one's rows copied into it."""
+    old = db.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'documents'"
+    ).fetchone()
+    if old is not None:
+        db.execute("DROP INDEX IF EXISTS documents_domain")
+        db.execute("ALTER TABLE documents RENAME TO documents_v0")
+    db.execute(TABLE)
+    if old is not None:
+        db.execute(f"INSERT INTO documents ({COLUMNS}) SELECT {COLUMNS} FROM documents_v0")
+        db.execute("DROP TABLE documents_v0")
+    db.execute(DOMAIN_INDEX)
 
 
 class _Cursor(sqlite3.Cursor):
@@ -790,13 +846,13 @@ def _damage_named(connection: Any) -> Iterator[None]:
         ) from None
 
 
-def embed_openings(texts: Sequence[str]) -> np.ndarray:
+def embed_openings(texts: Sequence[str], encoder: str = PACKAGED) -> np.ndarray:
     """``(len(texts), dim)``: one vector per document, its first window (MiniLM truncates at
-    256 tokens)."""
-    from longscan.encoders import get_encoder
+    256 tokens), by the encoder ``encoder`` names."""
+    from longscan.encoders.external import load_text_encoder
 
     heads = [text[: DENSE_WINDOW_TOKENS * 8] for text in texts]  # cheap cut before tokenising
-    return np.asarray(get_encoder().encode(heads), dtype=np.float32)
+    return np.asarray(load_text_encoder(encoder).encode(heads), dtype=np.float32)
 
 
 def _escape(query: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from functools import cache
 from pathlib import Path
 from typing import Protocol
 
@@ -88,3 +89,36 @@ class ExternalEncoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self.model.encode(texts, batch_size=batch_size, show_progress_bar=progress)
         return unit_rows(np.asarray(vectors, dtype=np.float32))
+
+
+PACKAGED = "minilm"  # the packaged all-MiniLM-L6-v2, by the short name banks record
+
+
+def canonical_encoder(spec: str) -> str:
+    """One spelling per model: an existing folder by its absolute path, the packaged MiniLM
+    as ``minilm``, any other name as given (a Hugging Face cache name)."""
+    from longscan.encoders.minilm import DEFAULT_ENCODER
+
+    if spec in (PACKAGED, DEFAULT_ENCODER):
+        return PACKAGED
+    folder = Path(spec).expanduser()
+    return str(folder.resolve()) if folder.is_dir() else spec
+
+
+@cache
+def load_text_encoder(spec: str) -> TextEncoder:
+    """The encoder ``spec`` names (see ``canonical_encoder``), loaded once per process."""
+    if canonical_encoder(spec) == PACKAGED:
+        from longscan.encoders.minilm import get_encoder
+
+        return get_encoder()
+    return ExternalEncoder(spec)
+
+
+def encoder_dim(spec: str) -> int:
+    """The vectors' length, without loading the packaged model for it."""
+    if canonical_encoder(spec) == PACKAGED:
+        from longscan.encoders.minilm import EMBEDDING_DIM
+
+        return EMBEDDING_DIM
+    return load_text_encoder(spec).dim

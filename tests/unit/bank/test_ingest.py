@@ -34,11 +34,11 @@ def test_a_worker_killed_mid_ingestion_loses_nothing(
 ) -> None:
     marker = tmp_path / "killed"
 
-    def dies_once(texts: list[str], scanned_tokens: int | None) -> Encoded:
+    def dies_once(texts: list[str], scanned_tokens: int | None, encoder: str) -> Encoded:
         if not marker.exists():  # the first attempt of the first task kills its worker
             marker.touch()
             os._exit(1)
-        return encode_batch(texts, scanned_tokens)
+        return encode_batch(texts, scanned_tokens, encoder)
 
     documents = paragraphs[:20]
     bank = MemoryBank(tmp_path / "bank")
