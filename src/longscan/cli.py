@@ -221,8 +221,8 @@ def ask(
     abstain: Annotated[
         bool,
         typer.Option(
-            help="Say 'no evidence found' (and ask no LLM) when the scanner's best sentence "
-            "is below its calibrated threshold; --no-abstain always answers.",
+            help="Say 'no evidence found' (and ask no LLM) when the re-scorer judges none of "
+            "the best evidence an answer (a calibrated threshold); --no-abstain always answers.",
         ),
     ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
@@ -254,7 +254,11 @@ def ask(
         evidence = chosen.retrieve(query, documents, top_k=top_k)
     if min_score is not None:
         evidence = [item for item in evidence if item.score > min_score]
-    abstained = abstain and chosen.abstains(evidence)
+    abstained = False
+    if abstain:
+        from longscan.rerankers.abstention import abstains
+
+        abstained = abstains(query, evidence, documents)
     answer, llm_error = None, None
     if llm_settings is not None and not abstained:
         from longscan.answering.llm import LLMClient, LLMError
@@ -278,13 +282,12 @@ def ask(
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
     else:
         if abstained:
-            best = f"scores {evidence[0].score:.3g}" if evidence else "is missing"
             console.print(
                 Text.assemble(
                     ("No evidence found", "bold red"),
-                    f": the best sentence {best}, below the {chosen.abstain_below:.3g} this "
-                    "retriever needs (calibrated on the development split). The closest "
-                    "sentences follow.",
+                    ": the re-scorer judges none of the best evidence an answer (below its "
+                    "threshold calibrated on the development split). The closest evidence "
+                    "follows.",
                 ),
                 highlight=False,
             )

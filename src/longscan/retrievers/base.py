@@ -112,19 +112,10 @@ class Retriever(ABC):
 
     Subclasses implement ``score_units``; ``retrieve`` validates the input and turns scores
     into Evidence, so every retriever returns the same type and honours the same limits.
-    ``abstain_below``: a best score under it means no evidence was found (calibrated on the
-    development split; None where a retriever has no calibrated scale).
     """
 
     name: ClassVar[str]
     unit: UnitKind = "sentence"
-    abstain_below: float | None = None
-
-    def abstains(self, evidence: Sequence[Evidence]) -> bool:
-        """Whether ``evidence`` (best first) holds nothing at or above ``abstain_below``."""
-        if self.abstain_below is None:
-            return False
-        return not evidence or evidence[0].score < self.abstain_below
 
     def retrieve(
         self, query: str, documents: Sequence[Document], top_k: int | None = None

@@ -26,9 +26,6 @@ class ScannerRetriever(Retriever):
     def __init__(self, scanner: Scanner | None = None, progress: bool = False) -> None:
         self.scanner = scanner or Scanner.from_pretrained()
         self.progress = progress
-        # the threshold was calibrated on the plain scan's scores, not on re-scored ones
-        plain = self.scanner.mode == "stream" and self.scanner.rounds is None
-        self.abstain_below = self.scanner.info.abstain_below if plain else None
 
     def score_units(self, query: str, documents: Sequence[Document], units: Units) -> np.ndarray:
         return self.scanner.score(query, documents, progress=self.progress)

@@ -53,8 +53,6 @@ class CheckpointInfo:
     metadata: dict[str, Any]
     members: int = 1
     token_match: TokenMatch = DEFAULT_TOKEN_MATCH
-    # below this best score the scan finds no evidence (benchmarks/abstention.py); None: unset
-    abstain_below: float | None = None
 
 
 def default_checkpoint_dir() -> Path:
@@ -135,15 +133,7 @@ def read_info(directory: Path) -> tuple[CheckpointInfo, dict[str, Any]]:
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{config_path}: invalid token_match ({error})") from None
     metadata = raw.get("metadata", {})
-    abstain_below = raw.get("abstain_below")
-    if abstain_below is not None and (
-        isinstance(abstain_below, bool) or not isinstance(abstain_below, int | float)
-    ):
-        raise CheckpointError(f"{config_path}: abstain_below must be a number or absent")
-    info = CheckpointInfo(
-        config, encoder, features, metadata, members, token_match,
-        None if abstain_below is None else float(abstain_below),
-    )  # fmt: skip
+    info = CheckpointInfo(config, encoder, features, metadata, members, token_match)
     return info, raw
 
 

@@ -135,8 +135,9 @@ class AnswerOut(BaseModel):
 class AskOut(BaseModel):
     question: str
     abstained: bool = Field(
-        description="True when no sentence reaches the scanner's calibrated threshold: no "
-        "evidence was found, the evidence below is only the closest, and no LLM was asked."
+        description="True when the re-scorer judges none of the best evidence an answer "
+        "(below its calibrated threshold): the evidence below is only the closest, and no "
+        "LLM was asked."
     )
     evidence: list[EvidenceOut] = Field(description="Best first.")
     answer: AnswerOut | None
@@ -397,7 +398,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         except ValueError as error:  # an empty question, a duplicate id
             raise HTTPException(400, str(error)) from None
         answered, llm_error = None, None
-        abstained = engine.abstains(evidence)
+        abstained = await engine.call(engine.abstains, request.question, evidence, documents)
         if llm_client is not None and evidence and not abstained:
             from longscan.answering.llm import LLMError
             from longscan.answering.pipelines import answer_with_evidence

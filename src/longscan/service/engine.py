@@ -214,9 +214,13 @@ class Engine:
         self._retriever = ScannerRetriever(Scanner.from_pretrained(cache=cache))
         self.document_count = len(self._bank)
 
-    def abstains(self, evidence: Sequence[Evidence]) -> bool:
-        """Whether the scanner found no evidence (``Retriever.abstains``)."""
-        return self._retriever is not None and self._retriever.abstains(evidence)
+    def abstains(
+        self, question: str, evidence: Sequence[Evidence], documents: Sequence[Document]
+    ) -> bool:
+        """Whether no evidence answers (``rerankers.abstention.abstains``)."""
+        from longscan.rerankers.abstention import abstains
+
+        return abstains(question, evidence, documents)
 
     @property
     def bank(self) -> MemoryBank:

@@ -1,5 +1,6 @@
-"""`ask` says "no evidence found" when the scanner's best sentence is below the threshold
-its checkpoint was calibrated with, and does not ask an LLM then."""
+"""`ask` says "no evidence found" when the re-scorer judges none of the best evidence an
+answer, and does not ask an LLM then; a question the text answers is answered, whichever
+retriever found the evidence."""
 
 from __future__ import annotations
 
@@ -11,46 +12,55 @@ import pytest
 from typer.testing import CliRunner
 
 from longscan.cli import app
+from longscan.documents import Document
+from longscan.encoders.adapter import CONFIG_FILE, AdapterError
+from longscan.rerankers.abstention import abstain_below, abstains, best_judgement
+from longscan.rerankers.cross_encoder import PACKAGED
 from longscan.retrievers import get_retriever
-from longscan.scanning.checkpoint import CONFIG_FILE, CheckpointError, default_checkpoint_dir
 
-QUESTION = "What did the Hatter say about the time at the tea party?"
-
-
-def checkpoint_with(tmp_path: Path, threshold: object) -> Path:
-    folder = tmp_path / "scanner"
-    shutil.copytree(default_checkpoint_dir(), folder)
-    config = json.loads((folder / CONFIG_FILE).read_text())
-    config["abstain_below"] = threshold
-    (folder / CONFIG_FILE).write_text(json.dumps(config))
-    return folder
+ANSWERED = "Who fell down the rabbit hole?"
+ABSENT = "Who won the 1998 World Cup?"  # nothing in the novel says
 
 
-def asked(novel_path: Path, retriever: str, *options: str) -> dict:
+def asked(novel_path: Path, question: str, *options: str) -> dict:
     result = CliRunner().invoke(
         app,
-        ["ask", str(novel_path), "-q", QUESTION, "-r", retriever, "--json", "-k", "3", *options],
+        ["ask", str(novel_path), "-q", question, "--json", "-k", "3", *options],
         env={"LONGSCAN_LLM_URL": "http://127.0.0.1:9/v1"},  # an LLM that would fail if asked
     )  # fmt: skip
     return {"exit_code": result.exit_code, **json.loads(result.stdout)}
 
 
-def test_below_the_threshold_ask_abstains_and_asks_no_llm(novel_path: Path, tmp_path: Path):
-    strict = asked(novel_path, f"scanner:{checkpoint_with(tmp_path / 'a', 1e9)}")
-    assert strict["abstained"] is True and strict["exit_code"] == 0
-    assert strict["evidence"] and strict["llm_error"] is None and strict["answer"] is None
-    lenient = asked(novel_path, f"scanner:{checkpoint_with(tmp_path / 'b', -1e9)}")
-    assert lenient["abstained"] is False
-    assert lenient["llm_error"]  # it did ask the (unreachable) LLM
-    assert [e["start"] for e in lenient["evidence"]] == [e["start"] for e in strict["evidence"]]
-    forced = asked(novel_path, f"scanner:{checkpoint_with(tmp_path / 'c', 1e9)}", "--no-abstain")
-    assert forced["abstained"] is False and forced["llm_error"]
+def test_a_question_the_novel_cannot_answer_abstains_and_asks_no_llm(novel_path: Path) -> None:
+    absent = asked(novel_path, ABSENT)
+    assert absent["abstained"] is True and absent["exit_code"] == 0
+    assert absent["evidence"] and absent["llm_error"] is None and absent["answer"] is None
+    forced = asked(novel_path, ABSENT, "--no-abstain")
+    assert forced["abstained"] is False and forced["llm_error"]  # it did ask the LLM
+    assert [e["start"] for e in forced["evidence"]] == [e["start"] for e in absent["evidence"]]
+    answered = asked(novel_path, ANSWERED)
+    assert answered["abstained"] is False and answered["llm_error"]
 
 
-def test_only_a_calibrated_plain_scan_abstains(tmp_path: Path) -> None:
-    folder = checkpoint_with(tmp_path, 0.5)
-    assert get_retriever(f"scanner:{folder}").abstain_below == 0.5
-    assert get_retriever(f"scanner-sliding:{folder}").abstain_below is None
-    assert get_retriever("bm25-sentence").abstains([]) is False
-    with pytest.raises(CheckpointError, match="abstain_below must be a number"):
-        get_retriever(f"scanner:{checkpoint_with(tmp_path / 'bad', 'high')}")
+@pytest.mark.parametrize("retriever", ["bm25-sentence", "dense-chunk", "scanner"])
+def test_the_judgement_reads_any_retrievers_evidence(novel: Document, retriever: str) -> None:
+    chosen = get_retriever(retriever)
+    judged = {
+        question: best_judgement(question, chosen.retrieve(question, [novel], top_k=5), [novel])
+        for question in (ANSWERED, ABSENT)
+    }
+    threshold = abstain_below()
+    assert threshold is not None
+    assert judged[ANSWERED] >= threshold > judged[ABSENT]
+    assert not abstains(ANSWERED, chosen.retrieve(ANSWERED, [novel], top_k=5), [novel])
+
+
+def test_no_evidence_abstains_and_a_bad_threshold_is_refused(tmp_path: Path) -> None:
+    assert abstains(ANSWERED, [], [Document("empty", "Nothing here.")], threshold=0.0)
+    folder = tmp_path / "reranker"
+    shutil.copytree(PACKAGED, folder)
+    config = json.loads((folder / CONFIG_FILE).read_text())
+    config["abstain_below"] = "high"
+    (folder / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(AdapterError, match="abstain_below must be a number"):
+        abstain_below(folder)

@@ -306,7 +306,7 @@ async function ask(question) {
     setHits(result.evidence);
     showAnswer(result.answer);
     if (state.hits.length) goTo(0);
-    if (result.abstained) {  // below the scanner's calibrated threshold: say so first
+    if (result.abstained) {  // the re-scorer judged no evidence an answer: say so first
       setStatus(`No evidence found; the ${state.hits.length} closest sentences are shown `
         + `(${result.seconds.toFixed(1)} s)`, true);
     } else {

@@ -1,0 +1,91 @@
+"""Whether any evidence answers the question at all: the cross-encoder reads the sentences
+of the best few evidence spans, and below a calibrated score nothing was found.
+
+Why the cross-encoder and not the retriever's own score: a scan, BM25 or a dense ranking
+orders the units of the documents at hand, and its best score rises with how many units
+compete and how many words match. Measured on the development split (BENCHMARKS.md,
+"Abstention"), the scan gave "Who won the 1998 World Cup?" over the bundled novel a higher
+best score than "Where is the key?" over a five-sentence story that says where; the
+cross-encoder reads each (question, sentence) pair on its own, so its score means the same
+over a story, a novel or a 20k-word collection, and over any retriever's evidence.
+
+The threshold is ``abstain_below`` in the re-scorer's ``config.json``, chosen by
+``benchmarks/abstention.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from longscan.documents import Document, Evidence
+from longscan.encoders.adapter import CONFIG_FILE, AdapterError
+from longscan.rerankers.cross_encoder import PACKAGED, CrossEncoderReranker, get_reranker
+
+JUDGED_SPANS = 5  # the best evidence spans whose sentences are read
+JUDGED_SENTENCES = 8  # at most this many sentences (a chunk holds several)
+
+
+def judged_passages(
+    reranker: CrossEncoderReranker, evidence: Sequence[Evidence], documents: Sequence[Document]
+) -> list[str]:
+    """The sentences under the best ``JUDGED_SPANS`` evidence spans, best span first, each in
+    the context the re-scorer was trained to read."""
+    by_id = {document.id: document for document in documents}
+    chosen: list[tuple[str, int]] = []
+    for item in evidence[:JUDGED_SPANS]:
+        document = by_id.get(item.doc_id)
+        if document is None or len(document.sentences) == 0:
+            continue
+        ends, starts = document.sentences[:, 1], document.sentences[:, 0]
+        first = int(np.searchsorted(ends, item.start, side="right"))
+        last = int(np.searchsorted(starts, item.end, side="left"))
+        chosen += [(item.doc_id, i) for i in range(first, max(last, first + 1))]
+    readable = [(d, i) for d, i in dict.fromkeys(chosen) if i < len(by_id[d].sentences)]
+    return [reranker.passage(by_id[d], i) for d, i in readable[:JUDGED_SENTENCES]]
+
+
+def best_judgement(
+    query: str,
+    evidence: Sequence[Evidence],
+    documents: Sequence[Document],
+    reranker: CrossEncoderReranker | None = None,
+) -> float:
+    """The re-scorer's highest logit over the judged sentences; ``-inf`` with no evidence."""
+    reranker = reranker or get_reranker()
+    passages = judged_passages(reranker, evidence, documents)
+    return float(reranker.score(query, passages).max()) if passages else -math.inf
+
+
+def abstain_below(directory: str | Path = PACKAGED) -> float | None:
+    """The calibrated threshold recorded beside a re-scorer's adapter; None when absent.
+
+    Raises:
+        AdapterError: the recorded value is not a number.
+    """
+    path = Path(directory) / CONFIG_FILE
+    value = json.loads(path.read_text(encoding="utf-8")).get("abstain_below")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise AdapterError(f"{path}: abstain_below must be a number or absent")
+    return None if value is None else float(value)
+
+
+def abstains(
+    query: str,
+    evidence: Sequence[Evidence],
+    documents: Sequence[Document],
+    threshold: float | None = None,
+) -> bool:
+    """Whether no evidence answers ``query``: the shipped re-scorer's best judgement is below
+    ``threshold`` (default: the calibrated one; never, when none is recorded)."""
+    threshold = abstain_below() if threshold is None else threshold
+    if threshold is None:
+        return False
+    return best_judgement(query, evidence, documents) < threshold
+
+
+__all__ = ["abstain_below", "abstains", "best_judgement", "judged_passages"]
