@@ -67,6 +67,22 @@ def read_adapter(directory: str | Path, rebuild: str) -> Adapter:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
+    config, digest = checked_adapter_config(directory, rebuild)
+    weights_path = Path(directory) / WEIGHTS_FILE
+    try:
+        tensors = load_file(str(weights_path))
+    except (SafetensorError, OSError) as error:
+        raise AdapterError(f"{weights_path}: unreadable safetensors ({error})") from error
+    return Adapter(config, tensors, digest)
+
+
+def checked_adapter_config(directory: str | Path, rebuild: str) -> tuple[AdapterConfig, str]:
+    """An adapter's configuration and its weights' SHA-256, checked against the config,
+    without loading the tensors (nor torch): what an ONNX export of it is keyed by.
+
+    Raises:
+        AdapterError: a file is missing, or the weights' hash or the base model differs.
+    """
     directory = Path(directory)
     config_path, weights_path = directory / CONFIG_FILE, directory / WEIGHTS_FILE
     for path in (config_path, weights_path):
@@ -93,11 +109,7 @@ def read_adapter(directory: str | Path, rebuild: str) -> Adapter:
             f"{weights_path}: SHA-256 {digest[:12]}… differs from the config's "
             f"{str(meta.get('sha256'))[:12]}…; the file is corrupt or was replaced"
         )
-    try:
-        tensors = load_file(str(weights_path))
-    except (SafetensorError, OSError) as error:
-        raise AdapterError(f"{weights_path}: unreadable safetensors ({error})") from error
-    return Adapter(config, tensors, digest)
+    return config, digest
 
 
 def save_adapter(

@@ -18,20 +18,45 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from longscan.documents import Document, Evidence
 from longscan.encoders.adapter import CONFIG_FILE, AdapterError
-from longscan.rerankers.cross_encoder import PACKAGED, CrossEncoderReranker, get_reranker
+from longscan.rerankers.cross_encoder import PACKAGED
 
 JUDGED_SPANS = 5  # the best evidence spans whose sentences are read
 JUDGED_SENTENCES = 8  # at most this many sentences (a chunk holds several)
 
 
+class Judge(Protocol):
+    """A cross-encoder: how it reads a sentence, and its scores of (query, passage) pairs."""
+
+    def passage(self, document: Document, index: int) -> str: ...
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray: ...
+
+
+@cache
+def shipped_judge() -> Judge:
+    """The shipped re-scorer, once per process: through ONNX Runtime where the encoders run
+    there (a CPU), so a question imports no torch; through PyTorch on a GPU."""
+    from longscan.encoders.bert import chosen_runtime
+
+    if chosen_runtime() == "onnx":
+        from longscan.rerankers.onnx import OnnxCrossEncoder
+
+        return OnnxCrossEncoder()
+    from longscan.rerankers.cross_encoder import get_reranker
+
+    return get_reranker()
+
+
 def judged_passages(
-    reranker: CrossEncoderReranker, evidence: Sequence[Evidence], documents: Sequence[Document]
+    judge: Judge, evidence: Sequence[Evidence], documents: Sequence[Document]
 ) -> list[str]:
     """The sentences under the best ``JUDGED_SPANS`` evidence spans, best span first, each in
     the context the re-scorer was trained to read."""
@@ -46,19 +71,19 @@ def judged_passages(
         last = int(np.searchsorted(starts, item.end, side="left"))
         chosen += [(item.doc_id, i) for i in range(first, max(last, first + 1))]
     readable = [(d, i) for d, i in dict.fromkeys(chosen) if i < len(by_id[d].sentences)]
-    return [reranker.passage(by_id[d], i) for d, i in readable[:JUDGED_SENTENCES]]
+    return [judge.passage(by_id[d], i) for d, i in readable[:JUDGED_SENTENCES]]
 
 
 def best_judgement(
     query: str,
     evidence: Sequence[Evidence],
     documents: Sequence[Document],
-    reranker: CrossEncoderReranker | None = None,
+    judge: Judge | None = None,
 ) -> float:
     """The re-scorer's highest logit over the judged sentences; ``-inf`` with no evidence."""
-    reranker = reranker or get_reranker()
-    passages = judged_passages(reranker, evidence, documents)
-    return float(reranker.score(query, passages).max()) if passages else -math.inf
+    judge = judge or shipped_judge()
+    passages = judged_passages(judge, evidence, documents)
+    return float(judge.score(query, passages).max()) if passages else -math.inf
 
 
 def abstain_below(directory: str | Path = PACKAGED) -> float | None:
@@ -88,4 +113,11 @@ def abstains(
     return best_judgement(query, evidence, documents) < threshold
 
 
-__all__ = ["abstain_below", "abstains", "best_judgement", "judged_passages"]
+__all__ = [
+    "Judge",
+    "abstain_below",
+    "abstains",
+    "best_judgement",
+    "judged_passages",
+    "shipped_judge",
+]

@@ -1,0 +1,122 @@
+"""The cross-encoder re-scorer through ONNX Runtime, without torch or transformers.
+
+`ask` judges every answer's evidence (``rerankers.abstention``); importing torch,
+transformers and sentence-transformers for that would cost a command-line question seconds
+(their imports once made a second question take 11 s of the 18). The adapter is merged and
+exported once through PyTorch, like the encoder (``encoders.bert.onnx_export``), into a
+hash-checked file named by everything its graph depends on; later questions read pairs with
+the ``tokenizers`` library and ONNX Runtime alone. Scores match the PyTorch model's in
+float32 (tested).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from longscan.documents import Document
+from longscan.encoders.adapter import checked_adapter_config
+from longscan.encoders.bert import (
+    ONNX_INPUTS,
+    ONNX_OPSET,
+    WEIGHTS_PACKAGE,
+    default_threads,
+    onnx_session,
+    packaged_model_dir,
+)
+from longscan.encoders.cache import built_once, default_cache_dir
+from longscan.rerankers.cross_encoder import PACKAGED, sentence_in_context
+
+REBUILD = "longscan train-reranker"
+BATCH_PAIRS = 16
+
+
+def onnx_cross_encoder(directory: Path = PACKAGED, cache_dir: Path | None = None) -> Path:
+    """The ONNX file of the cross-encoder in ``directory`` (its adapter merged), exported on
+    first use and read from the cache afterwards."""
+    config, digest = checked_adapter_config(directory, REBUILD)
+    parts = [
+        "cross-minilm",
+        metadata.version(WEIGHTS_PACKAGE),
+        digest[:16],
+        f"len{config.max_length}",
+        "ort" + metadata.version("onnxruntime"),
+    ]
+    path = (cache_dir or default_cache_dir()) / "onnx" / ("-".join(parts) + ".onnx")
+    return built_once(path, lambda target: _export(target, directory), "ONNX cross-encoder")
+
+
+def _export(path: Path, directory: Path) -> None:
+    """Trace the merged PyTorch cross-encoder's logits to ONNX at ``path``."""
+    import torch
+
+    from longscan.rerankers.cross_encoder import CrossEncoderReranker
+
+    model = CrossEncoderReranker.load(directory, bfloat16=False).model[0].model.to("cpu").eval()
+
+    class LogitsOnly(torch.nn.Module):
+        """The traced graph returns only the one scoring logit per pair."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).logits[:, 0]
+
+    ids = torch.tensor([[101, 2023, 102, 2003, 102], [101, 2023, 102, 102, 0]])
+    types = torch.tensor([[0, 0, 0, 1, 1], [0, 0, 0, 1, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant mask shapes: see encoders.bert._export
+        torch.onnx.export(
+            LogitsOnly(),
+            (ids, (ids != 0).long(), types),
+            str(path),
+            input_names=list(ONNX_INPUTS),
+            output_names=["logits"],
+            dynamic_axes={
+                **{name: {0: "rows", 1: "tokens"} for name in ONNX_INPUTS},
+                "logits": {0: "rows"},
+            },
+            opset_version=ONNX_OPSET,
+            dynamo=False,
+        )
+
+
+class OnnxCrossEncoder:
+    """Scores (query, passage) pairs as ``CrossEncoderReranker.score`` does, through ONNX
+    Runtime; passages are read as its adapter was trained (``passage``)."""
+
+    def __init__(self, directory: Path = PACKAGED, threads: int | None = None) -> None:
+        from tokenizers import Tokenizer
+
+        self.config, self.digest = checked_adapter_config(directory, REBUILD)
+        self.session = onnx_session(onnx_cross_encoder(directory), threads or default_threads())
+        self.tokenizer = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
+        # the pair truncation of transformers' BertTokenizerFast, which the model was trained on
+        self.tokenizer.enable_truncation(self.config.max_length, strategy="longest_first")
+        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]"))
+
+    def passage(self, document: Document, index: int) -> str:
+        return sentence_in_context(document, index, headings=self.config.headings)
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """``(len(passages),)`` float32 logits of ``query`` against each passage."""
+        scores = []
+        for first in range(0, len(passages), BATCH_PAIRS):
+            pairs = [(query, passage) for passage in passages[first : first + BATCH_PAIRS]]
+            encodings = self.tokenizer.encode_batch(pairs)
+            feeds = {
+                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+            }
+            scores.append(self.session.run(None, feeds)[0].reshape(-1))
+        return np.concatenate(scores).astype(np.float32) if scores else np.zeros(0, np.float32)
