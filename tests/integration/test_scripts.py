@@ -54,8 +54,10 @@ def test_readme_quickstart_prints_what_the_readme_shows(monkeypatch) -> None:
     assert [(h["doc"], h["start"], h["end"], h["text"]) for h in actual] == [
         (h["doc"], h["start"], h["end"], h["text"]) for h in expected
     ], f"the README's quickstart output is stale; a real run printed:\n{printed.getvalue()}"
-    for mine, theirs in zip(actual, expected, strict=True):  # printed to 2 decimals
-        assert float(mine["score"]) == pytest.approx(float(theirs["score"]), abs=0.011)
+    # The int8 encoder's products run on other kernels per CPU (AVX2 against AVX-512 VNNI):
+    # the same sentence scored 4.88 on an AVX2-only EPYC and 4.79 where the README was run.
+    for mine, theirs in zip(actual, expected, strict=True):
+        assert float(mine["score"]) == pytest.approx(float(theirs["score"]), abs=0.15)
 
 
 # ------------------------------------------------------------------ which torch setup.sh installs
