@@ -20,6 +20,7 @@ import os
 import re
 import sys
 import warnings
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -293,42 +294,64 @@ def _export(path: Path, quantized: bool, adapter: Path | None) -> None:
     # A padded example, so the trace keeps the attention mask's path.
     ids = torch.tensor([[101, 2023, 2003, 102], [101, 2023, 102, 0]])
     mask = (ids != 0).long()
-
-    class StatesOnly(torch.nn.Module):
-        """The traced graph returns only the final token states."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.model(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
     try:
-        with warnings.catch_warnings():
-            # The tracer warns that mask shapes become constants; with keys as long as
-            # queries they are, and the tests check the graph at other widths and paddings.
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                StatesOnly(),
-                (ids, mask, torch.zeros_like(ids)),
-                str(traced),
-                input_names=list(ONNX_INPUTS),
-                output_names=["last_hidden_state"],
-                dynamic_axes={
-                    name: {0: "rows", 1: "tokens"} for name in (*ONNX_INPUTS, "last_hidden_state")
-                },
-                opset_version=ONNX_OPSET,
-                dynamo=False,
-            )
+        trace_bert(
+            model,
+            lambda outputs: outputs.last_hidden_state,
+            (ids, mask, torch.zeros_like(ids)),
+            traced,
+            ("last_hidden_state", {0: "rows", 1: "tokens"}),
+        )
         if quantized:
             _quantize(traced, path)
         else:
             traced.replace(path)
     finally:
         traced.unlink(missing_ok=True)
+
+
+def trace_bert(
+    model: Any,
+    read: Callable[[Any], Any],
+    example: tuple[Any, Any, Any],
+    path: Path,
+    output: tuple[str, dict[int, str]],
+) -> None:
+    """Trace ``read(model(...))`` over ``example`` (ids, mask, token types) to ONNX at
+    ``path``, with one named output and its dynamic axes; rows and tokens stay dynamic."""
+    import torch
+
+    class Graph(torch.nn.Module):
+        """The traced graph: the model's inputs by name, one output."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return read(
+                self.model(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    token_type_ids=token_type_ids,
+                )
+            )
+
+    name, axes = output
+    with warnings.catch_warnings():
+        # The tracer warns that mask shapes become constants; with keys as long as queries
+        # they are, and the tests check the graph at other widths and paddings.
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            Graph(),
+            example,
+            str(path),
+            input_names=list(ONNX_INPUTS),
+            output_names=[name],
+            dynamic_axes={**{n: {0: "rows", 1: "tokens"} for n in ONNX_INPUTS}, name: axes},
+            opset_version=ONNX_OPSET,
+            dynamo=False,
+        )
 
 
 def _quantize(source: Path, target: Path) -> None:

@@ -11,23 +11,20 @@ float32 (tested).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from longscan.documents import Document
 from longscan.encoders.adapter import checked_adapter_config
 from longscan.encoders.bert import (
-    ONNX_INPUTS,
-    ONNX_OPSET,
     WEIGHTS_PACKAGE,
     default_threads,
     onnx_session,
     packaged_model_dir,
+    trace_bert,
 )
 from longscan.encoders.cache import built_once, default_cache_dir
 from longscan.rerankers.cross_encoder import PACKAGED, sentence_in_context
@@ -58,36 +55,10 @@ def _export(path: Path, directory: Path) -> None:
     from longscan.rerankers.cross_encoder import CrossEncoderReranker
 
     model = CrossEncoderReranker.load(directory, bfloat16=False).model[0].model.to("cpu").eval()
-
-    class LogitsOnly(torch.nn.Module):
-        """The traced graph returns only the one scoring logit per pair."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.model(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).logits[:, 0]
-
     ids = torch.tensor([[101, 2023, 102, 2003, 102], [101, 2023, 102, 102, 0]])
     types = torch.tensor([[0, 0, 0, 1, 1], [0, 0, 0, 1, 0]])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # constant mask shapes: see encoders.bert._export
-        torch.onnx.export(
-            LogitsOnly(),
-            (ids, (ids != 0).long(), types),
-            str(path),
-            input_names=list(ONNX_INPUTS),
-            output_names=["logits"],
-            dynamic_axes={
-                **{name: {0: "rows", 1: "tokens"} for name in ONNX_INPUTS},
-                "logits": {0: "rows"},
-            },
-            opset_version=ONNX_OPSET,
-            dynamo=False,
-        )
+    example = (ids, (ids != 0).long(), types)  # padded pairs: the mask and types stay inputs
+    trace_bert(model, lambda outputs: outputs.logits[:, 0], example, path, ("logits", {0: "rows"}))
 
 
 class OnnxCrossEncoder:
