@@ -10,7 +10,8 @@ cross-encoder reads each (question, sentence) pair on its own, so its score mean
 over a story, a novel or a 20k-word collection, and over any retriever's evidence.
 
 The threshold is ``abstain_below`` in the re-scorer's ``config.json``, chosen by
-``benchmarks/abstention.py``.
+``benchmarks/abstention.py`` on the scanner's evidence (five sentences). Over a chunk
+retriever's evidence the maximum runs over more sentences, so it abstains somewhat less.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from longscan.encoders.adapter import CONFIG_FILE, AdapterError
 from longscan.rerankers.cross_encoder import PACKAGED
 
 JUDGED_SPANS = 5  # the best evidence spans whose sentences are read
-JUDGED_SENTENCES = 8  # at most this many sentences (a chunk holds several)
+# at most this many sentences: a sentence retriever's five spans are five sentences; a
+# chunk retriever's best chunk (300 words) holds about 15, and its answer may sit in any
+JUDGED_SENTENCES = 24
 
 
 class Judge(Protocol):
