@@ -89,8 +89,10 @@ def best_judgement(
     return float(judge.score(query, passages).max()) if passages else -math.inf
 
 
+@cache
 def abstain_below(directory: str | Path = PACKAGED) -> float | None:
-    """The calibrated threshold recorded beside a re-scorer's adapter; None when absent.
+    """The calibrated threshold recorded beside a re-scorer's adapter (read once per process,
+    not once per question); None when absent.
 
     Raises:
         AdapterError: the recorded value is not a number.

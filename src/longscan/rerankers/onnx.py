@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from longscan.documents import Document
-from longscan.encoders.adapter import checked_adapter_config
+from longscan.encoders.adapter import AdapterConfig, checked_adapter_config
 from longscan.encoders.bert import (
     WEIGHTS_PACKAGE,
     default_threads,
@@ -37,6 +37,13 @@ def onnx_cross_encoder(directory: Path = PACKAGED, cache_dir: Path | None = None
     """The ONNX file of the cross-encoder in ``directory`` (its adapter merged), exported on
     first use and read from the cache afterwards."""
     config, digest = checked_adapter_config(directory, REBUILD)
+    return _exported(directory, config, digest, cache_dir)
+
+
+def _exported(
+    directory: Path, config: AdapterConfig, digest: str, cache_dir: Path | None = None
+) -> Path:
+    """``onnx_cross_encoder`` for an adapter already checked (its weights hashed once)."""
     parts = [
         "cross-minilm",
         metadata.version(WEIGHTS_PACKAGE),
@@ -69,7 +76,8 @@ class OnnxCrossEncoder:
         from tokenizers import Tokenizer
 
         self.config, self.digest = checked_adapter_config(directory, REBUILD)
-        self.session = onnx_session(onnx_cross_encoder(directory), threads or default_threads())
+        exported = _exported(directory, self.config, self.digest)
+        self.session = onnx_session(exported, threads or default_threads())
         self.tokenizer = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
         # the pair truncation of transformers' BertTokenizerFast, which the model was trained on
         self.tokenizer.enable_truncation(self.config.max_length, strategy="longest_first")

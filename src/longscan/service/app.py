@@ -397,8 +397,11 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             )
         except ValueError as error:  # an empty question, a duplicate id
             raise HTTPException(400, str(error)) from None
+        from longscan.rerankers.abstention import abstains
+
         answered, llm_error = None, None
-        abstained = await engine.call(engine.abstains, request.question, evidence, documents)
+        # on the worker thread, beside the scans: the judgement reads the re-scorer
+        abstained = await engine.call(abstains, request.question, evidence, documents)
         if llm_client is not None and evidence and not abstained:
             from longscan.answering.llm import LLMError
             from longscan.answering.pipelines import answer_with_evidence

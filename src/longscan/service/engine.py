@@ -214,14 +214,6 @@ class Engine:
         self._retriever = ScannerRetriever(Scanner.from_pretrained(cache=cache))
         self.document_count = len(self._bank)
 
-    def abstains(
-        self, question: str, evidence: Sequence[Evidence], documents: Sequence[Document]
-    ) -> bool:
-        """Whether no evidence answers (``rerankers.abstention.abstains``)."""
-        from longscan.rerankers.abstention import abstains
-
-        return abstains(question, evidence, documents)
-
     @property
     def bank(self) -> MemoryBank:
         if self._bank is None:
