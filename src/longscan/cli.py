@@ -318,7 +318,7 @@ def _read_with_progress(retriever: Any, documents: Sequence[Document]) -> None:
     a bar on stderr counts the sentences and estimates the time left (nothing shows for
     documents read before, and nothing when stderr is not a terminal)."""
     scanner = getattr(retriever, "scanner", None)
-    if scanner is None:
+    if not hasattr(scanner, "sentence_vectors"):  # no scanner, or the token-level one
         return
     cache, encoder = scanner.cache, scanner.encoder
     unread = [d for d in documents if cache.get(encoder.cache_key(d)) is None]
@@ -436,7 +436,10 @@ def train_command(
     ] = None,
     d_model: Annotated[int, typer.Option(min=8)] = 256,
     layers: Annotated[int, typer.Option(min=1)] = 4,
-    lr: Annotated[float, typer.Option(min=0.0)] = 2e-3,
+    lr: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="Peak learning rate (default 2e-3; 1e-4 with --token-level)."),
+    ] = None,
     dropout: Annotated[float, typer.Option(min=0.0, max=0.9)] = 0.1,
     seed: Annotated[int, typer.Option()] = 0,
     threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 2,
@@ -453,9 +456,23 @@ def train_command(
     init_from: Annotated[
         Path | None,
         typer.Option(
-            help="Fine-tune this checkpoint (e.g. the shipped one) instead of a new model."
+            "--init-from",
+            "--init",
+            help="Fine-tune this checkpoint (e.g. the shipped one) instead of a new model.",
         ),
     ] = None,
+    token_level: Annotated[
+        bool,
+        typer.Option(
+            "--token-level",
+            help="Fine-tune a token-level scanner (a checkpoint from `longscan "
+            "spscanner-convert`, given by --init) with the paper's recipe; needs a GPU "
+            "unless the network is tiny.",
+        ),
+    ] = False,
+    batch_size: Annotated[
+        int, typer.Option(min=1, help="--token-level: examples per optimiser step.")
+    ] = 64,
     listwise: Annotated[
         float,
         typer.Option(
@@ -497,6 +514,22 @@ def train_command(
     from longscan.training.args import TrainingArgs
     from longscan.training.pipeline import run_training
 
+    split_seeds = tuple(int(s) for s in seeds.split(","))
+    chosen = tuple(d for d in datasets.split(",") if d.strip())
+    if token_level:
+        if init_from is None:
+            raise _fail("--token-level fine-tunes a converted checkpoint: give --init DIR")
+        _train_token_level(
+            init_from,
+            out,
+            chosen,
+            synthetic or [],
+            split_seeds,
+            max_per_source,
+            {"lr": lr or 1e-4, "batch_size": batch_size, "epochs": epochs, "seed": seed},
+            data_cache,
+        )
+        return
     try:
         encoder, context_tokens = _reading(init_from, encoder, context_tokens)
         args = TrainingArgs(
@@ -509,13 +542,13 @@ def train_command(
                 feature_skip=feature_skip,
                 dropout=dropout,
             ),
-            seeds=tuple(int(s) for s in seeds.split(",")),
+            seeds=split_seeds,
             max_per_source=max_per_source,
             epochs=epochs,
-            lr=lr,
+            lr=lr or 2e-3,
             seed=seed,
             threads=threads,
-            datasets=tuple(d for d in datasets.split(",") if d.strip()),
+            datasets=chosen,
             synthetic=tuple(str(path) for path in synthetic or ()),
             init_from=None if init_from is None else str(init_from),
             listwise=listwise,
@@ -527,6 +560,36 @@ def train_command(
     except (ValueError, FileNotFoundError, CheckpointError) as error:
         raise _fail(str(error)) from None
     console.print_json(json.dumps({k: report[k] for k in ("dev_metrics", "seconds_total")}))
+    console.print(f"wrote {out}", highlight=False)
+
+
+def _train_token_level(
+    init: Path,
+    out: Path,
+    datasets: Sequence[str],
+    synthetic: Sequence[Path],
+    seeds: Sequence[int],
+    max_per_source: int,
+    settings: dict[str, Any],
+    data_cache: Path | None,
+) -> None:
+    """`train --token-level`: tokenize the examples (or read them from `data_cache`), refuse
+    a network too large for the machine, fine-tune, write the checkpoint."""
+    from longscan.devices import torch_device
+    from longscan.scanning.checkpoint import CheckpointError
+    from longscan.scanning.spscanner import read_spscanner_info
+    from longscan.training import token_level as tl
+
+    try:
+        info = read_spscanner_info(init)
+        tl.check_trainable(info.config, torch_device())
+        examples = tl.cached_examples(
+            init, info, datasets, synthetic, seeds, max_per_source, data_cache
+        )
+        report = tl.train_token_level(init, out, examples, tl.TokenTrainConfig(**settings))
+    except (ValueError, FileNotFoundError, CheckpointError) as error:
+        raise _fail(str(error)) from None
+    console.print_json(json.dumps(report))
     console.print(f"wrote {out}", highlight=False)
 
 
@@ -623,6 +686,37 @@ def train_reranker_command(
     summary = {k: report[k] for k in ("pairs", "steps", "initial_loss", "final_loss")}
     console.print_json(json.dumps({**summary, "seconds_total": report["seconds_total"]}))
     console.print(f"wrote {out}", highlight=False)
+
+
+@app.command(name="spscanner-convert")
+def spscanner_convert(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="A published SPScanner folder: config.json (mamba_ssm's MambaConfig), "
+            "pytorch_model.bin or model.safetensors, tokenizer.json."
+        ),
+    ],
+    out: Annotated[Path, typer.Argument(help="Checkpoint folder to write.")],
+    sha256: Annotated[
+        str | None, typer.Option(help="The weights file's published SHA-256, checked first.")
+    ] = None,
+    tokenizer: Annotated[
+        Path | None, typer.Option(help="A tokenizer.json to use instead of the folder's.")
+    ] = None,
+) -> None:
+    """Convert the paper's token-level scanner once (its pickle is read only with
+    `torch.load(weights_only=True)`), for `-r spscanner:OUT`; later loads read safetensors."""
+    from longscan.scanning.checkpoint import CheckpointError
+    from longscan.scanning.spscanner import convert_checkpoint, read_spscanner_info
+
+    try:
+        convert_checkpoint(source, out, expect_sha256=sha256, tokenizer=tokenizer)
+        info = read_spscanner_info(out)
+    except CheckpointError as error:
+        raise _fail(str(error)) from None
+    console.print_json(json.dumps({"model": info.config.to_dict(), "source": info.source}))
+    console.print(f"wrote {out}; use it with -r spscanner:{out}", highlight=False)
 
 
 @app.command()

@@ -3,7 +3,8 @@
 ``LONGSCAN_DEVICE`` overrides the choice (``cpu``, ``cuda``, ``cuda:1``, ``mps``, ...).
 Inputs and outputs stay NumPy on the CPU either way, so callers never see the device.
 ``LONGSCAN_PRECISION`` (``float32`` or ``bfloat16``) overrides whether the cross-encoder
-reads in bfloat16 on the CPU.
+reads in bfloat16 on the CPU, and the token-level scanner's precision (by default bfloat16 on
+a GPU, float32 on the CPU).
 """
 
 from __future__ import annotations
@@ -52,13 +53,30 @@ def cpu_bfloat16() -> bool:
     """
     import torch
 
-    chosen = os.environ.get(PRECISION_VARIABLE, "").strip().lower()
-    if chosen in ("float32", "bfloat16"):
-        return chosen == "bfloat16"
+    chosen = _chosen_precision()
     if chosen:
-        raise ValueError(f"{PRECISION_VARIABLE}={chosen!r}: use float32 or bfloat16")
+        return chosen == "bfloat16"
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return any(getattr(torch.cpu, check, lambda: False)() for check in checks)
+
+
+def _chosen_precision() -> str:
+    chosen = os.environ.get(PRECISION_VARIABLE, "").strip().lower()
+    if chosen and chosen not in ("float32", "bfloat16"):
+        raise ValueError(f"{PRECISION_VARIABLE}={chosen!r}: use float32 or bfloat16")
+    return chosen
+
+
+def token_scanner_bfloat16(device: str) -> bool:
+    """Whether the token-level scanner reads under bfloat16 autocast on ``device``:
+    ``$LONGSCAN_PRECISION`` if set, else on a GPU only (the paper's setting there; float32
+    on the CPU, where bfloat16 is mostly emulated).
+
+    Raises:
+        ValueError: ``LONGSCAN_PRECISION`` is neither ``float32`` nor ``bfloat16``.
+    """
+    chosen = _chosen_precision()
+    return chosen == "bfloat16" if chosen else device.startswith("cuda")
 
 
 def peak_rss_bytes() -> int:

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import hashlib
+import json
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,3 +35,74 @@ def tiny_pairs(data_dir: Path) -> tuple[list[Pair], dict[str, int]]:
     return mine_pairs(
         [("squad", items)], get_encoder(), MiningConfig(2, 2, 1, False), progress=False
     )
+
+
+# A published SPScanner's config.json (mamba_ssm's MambaConfig), scaled down.
+SPSCANNER_CONFIG = {
+    "d_model": 64,
+    "d_intermediate": 0,
+    "n_layer": 2,
+    "vocab_size": 600,
+    "ssm_cfg": {"layer": "Mamba2", "d_state": 16, "headdim": 16, "chunk_size": 32},
+    "attn_layer_idx": [],
+    "attn_cfg": {},
+    "rms_norm": True,
+    "residual_in_fp32": True,
+    "fused_add_norm": True,
+    "pad_vocab_size_multiple": 16,
+    "tie_embeddings": True,
+}
+
+
+def novel_text() -> str:
+    return (resources.files("longscan") / "data" / "sample_novel.txt").read_text(encoding="utf-8")
+
+
+def _train_tokenizer(path: Path) -> None:
+    """A byte-level BPE like GPT-NeoX-20B's, learnt from the bundled novel (offline)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=600,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>"],
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator([novel_text()], trainer)
+    tokenizer.save(str(path))
+
+
+@pytest.fixture(scope="session")
+def published_spscanner(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder as the SPScanner authors publish one: random weights in mamba_ssm naming,
+    pickled, with its config.json and tokenizer.json."""
+    import torch
+
+    from longscan.models.token_scanner import TokenScannerConfig, TokenScannerModel
+
+    folder = tmp_path_factory.mktemp("published")
+    (folder / "config.json").write_text(json.dumps(SPSCANNER_CONFIG))
+    torch.manual_seed(0)
+    model = TokenScannerModel(TokenScannerConfig.from_mamba_ssm(SPSCANNER_CONFIG))
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(0.05 * torch.randn_like(parameter))
+    torch.save(model.mamba_ssm_state_dict(), folder / "pytorch_model.bin")
+    _train_tokenizer(folder / "tokenizer.json")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def converted_spscanner(
+    published_spscanner: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """That folder converted once, checked against the weights' hash."""
+    from longscan.scanning.spscanner import convert_checkpoint
+
+    out = tmp_path_factory.mktemp("converted")
+    weights = published_spscanner / "pytorch_model.bin"
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()
+    return convert_checkpoint(published_spscanner, out, expect_sha256=digest)

@@ -108,12 +108,17 @@ def last_inputs(padded: Tensor, k: int, lengths: Tensor | None) -> Tensor:
 class RMSNorm(nn.Module):
     """RMSNorm, optionally gated: ``norm(x * silu(gate)) * weight`` (Mamba-2's gated norm).
 
-    Computed in float32 and cast back.
+    ``groups > 1`` normalises each of ``groups`` equal slices of the last dimension on its
+    own, as Mamba-2's ``RMSNormGated(group_size=d_inner // ngroups)`` does. Computed in
+    float32 and cast back.
     """
 
-    def __init__(self, d: int, eps: float = 1e-5) -> None:
+    def __init__(self, d: int, eps: float = 1e-5, groups: int = 1) -> None:
         super().__init__()
+        if d % groups:
+            raise ValueError(f"RMSNorm width {d} is not divisible into {groups} groups")
         self.eps = eps
+        self.groups = groups
         self.weight = nn.Parameter(torch.ones(d))
 
     def forward(self, x: Tensor, gate: Tensor | None = None) -> Tensor:
@@ -122,6 +127,10 @@ class RMSNorm(nn.Module):
         x = x.float()
         if gate is not None:
             x = x * F.silu(gate.float())
+        if self.groups > 1:  # (..., d) -> (..., groups, d // groups) and back
+            x = x.unflatten(-1, (self.groups, -1))
+            x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+            return (self.weight * x.flatten(-2)).to(dtype)
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
         return (self.weight * x).to(dtype)
 
@@ -137,7 +146,7 @@ class Mamba2Mixer(nn.Module):
     back to back equals one pass.
     """
 
-    def __init__(self, config: ScannerConfig) -> None:
+    def __init__(self, config: ScannerConfig, grouped_norm: bool = False) -> None:
         super().__init__()
         self.config = config
         self.d_inner = config.d_inner
@@ -158,7 +167,10 @@ class Mamba2Mixer(nn.Module):
         self.D = nn.Parameter(torch.empty(self.n_heads))
         for p in (self.dt_bias, self.A_log, self.D):
             p._no_weight_decay = True  # read by optimiser-group builders, as in mamba_ssm
-        self.norm = RMSNorm(self.d_inner, eps=config.norm_eps)
+        # grouped_norm: one norm per B/C group, as in mamba_ssm (the sentence scanner's
+        # checkpoints were trained with one norm over d_inner, so it stays their default)
+        groups = config.n_groups if grouped_norm else 1
+        self.norm = RMSNorm(self.d_inner, eps=config.norm_eps, groups=groups)
         self.out_proj = nn.Linear(self.d_inner, config.d_model, bias=False)
         self.reset_ssm_parameters()
 
@@ -275,10 +287,10 @@ class Mamba2Mixer(nn.Module):
 class Block(nn.Module):
     """Pre-norm residual block: ``h + dropout(mixer(norm(h)))``."""
 
-    def __init__(self, config: ScannerConfig) -> None:
+    def __init__(self, config: ScannerConfig, grouped_norm: bool = False) -> None:
         super().__init__()
         self.norm = RMSNorm(config.d_model, eps=config.norm_eps)
-        self.mixer = Mamba2Mixer(config)
+        self.mixer = Mamba2Mixer(config, grouped_norm=grouped_norm)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(

@@ -3,7 +3,9 @@
 A name is a registered name (``longscan retrievers`` lists them), or ``scanner:DIR`` /
 ``scanner-sliding:DIR`` / ``scanner-rerank:DIR`` for a scanner checkpoint written by
 ``longscan train`` (``scanner-rerank``: its best sentences re-scored by the cross-encoder),
-or ``dense-sentence:MODEL`` / ``dense-chunk:MODEL`` / ``hybrid-sentence:MODEL`` /
+``spscanner:DIR`` / ``spscanner-sliding:DIR`` for the paper's token-level scanner (a
+checkpoint converted by ``longscan spscanner-convert``; it has no default), or
+``dense-sentence:MODEL`` / ``dense-chunk:MODEL`` / ``hybrid-sentence:MODEL`` /
 ``hybrid-chunk:MODEL`` for the baselines on any sentence-transformers model (a name in the
 local Hugging Face cache, or a folder), loaded offline from safetensors.
 """
@@ -47,12 +49,24 @@ def _rerank() -> Retriever:
     return hybrid_rerank()
 
 
-# retriever name → (scan mode, re-scored by the cross-encoder)
-_CHECKPOINT_KINDS: dict[str, tuple[str, bool]] = {
-    "scanner": ("stream", False),
-    "scanner-sliding": ("sliding", False),
-    "scanner-rerank": ("stream", True),
+def _spscanner(checkpoint: Path, mode: str) -> Retriever:
+    """The paper's token-level scanner on a converted checkpoint."""
+    from longscan.retrievers.spscanner import SPScannerRetriever
+    from longscan.scanning.spscanner import SPScanner
+
+    scanner = SPScanner.from_pretrained(checkpoint, mode=mode)  # type: ignore[arg-type]
+    return SPScannerRetriever(scanner, progress=True)  # minutes per book on a CPU
+
+
+# retriever name → how it is built on a checkpoint folder
+_CHECKPOINT_KINDS: dict[str, Callable[[Path], Retriever]] = {
+    "scanner": lambda path: _scanner(path, "stream", False),
+    "scanner-sliding": lambda path: _scanner(path, "sliding", False),
+    "scanner-rerank": lambda path: _scanner(path, "stream", True),
+    "spscanner": lambda path: _spscanner(path, "stream"),
+    "spscanner-sliding": lambda path: _spscanner(path, "sliding"),
 }
+_NEEDS_CHECKPOINT = ("spscanner", "spscanner-sliding")  # no checkpoint ships with longscan
 
 
 BASELINES = tuple(_FACTORIES)
@@ -82,7 +96,12 @@ def parse_name(name: str) -> tuple[str, Path | None]:
             model given to a retriever that takes none, or an empty one.
     """
     base, sep, checkpoint = name.partition(":")
-    if base not in _FACTORIES:
+    if base in _NEEDS_CHECKPOINT and not sep:
+        raise ValueError(
+            f"{base!r} needs a checkpoint folder: {base}:DIR (convert a published SPScanner "
+            "checkpoint with `longscan spscanner-convert`)"
+        )
+    if base not in _FACTORIES and base not in _NEEDS_CHECKPOINT:
         raise ValueError(
             f"unknown retriever {name!r}; choose one of {', '.join(_FACTORIES)}, "
             f"or {' or '.join(f'{kind}:DIR' for kind in _CHECKPOINT_KINDS)} for a checkpoint"
@@ -121,4 +140,4 @@ def get_retriever(name: str) -> Retriever:
         return _FACTORIES[base]()
     if base in ENCODER_KINDS:
         return _on_encoder(base, name.partition(":")[2])  # as written: a name or a folder
-    return _scanner(argument, *_CHECKPOINT_KINDS[base])
+    return _CHECKPOINT_KINDS[base](argument)

@@ -9,6 +9,9 @@ from longscan.encoders.contextual import DEFAULT_WINDOW_TOKENS
 from longscan.encoders.minilm import DEFAULT_ENCODER
 from longscan.models.config import ScannerConfig
 
+LENGTHS_WORDS = (1_500, 3_800, 7_700)
+"""Training documents of about 2k/5k/10k tokens, the paper's mix (1.3 tokens a word)."""
+
 
 @dataclass
 class TrainingArgs:
@@ -42,7 +45,7 @@ class TrainingArgs:
     """
 
     model: ScannerConfig = field(default_factory=ScannerConfig)
-    lengths_words: tuple[int, ...] = (1_500, 3_800, 7_700)
+    lengths_words: tuple[int, ...] = LENGTHS_WORDS
     seeds: tuple[int, ...] = (0, 1, 2, 3)
     datasets: tuple[str, ...] = ("squad", "hotpotqa", "musique")
     max_per_source: int = 250

@@ -340,6 +340,14 @@ def _assemble(
     )
 
 
+def synthetic_labels(example: SyntheticExample) -> tuple[Document, np.ndarray]:
+    """A synthetic example's text as a document, and 1 for each of its labelled sentences."""
+    document = Document(example.id, example.text)
+    gold = set(example.labels)
+    labels = np.array([(int(a), int(b)) in gold for a, b in document.sentences], np.float32)
+    return document, labels
+
+
 def synthetic_training_set(
     encoder: ContextualSentenceEncoder,
     examples: Sequence[SyntheticExample],
@@ -357,7 +365,7 @@ def synthetic_training_set(
     doc_list: list[Document] = []
     rows: list[tuple[str, int, np.ndarray, str]] = []
     for example in examples:
-        document = Document(example.id, example.text)
+        document, labels = synthetic_labels(example)
         counts = manifest["sources"].setdefault(
             f"synthetic/{example.strategy}", {"kept": 0, "dropped": 0}
         )
@@ -365,8 +373,6 @@ def synthetic_training_set(
             counts["dropped"] += 1
             manifest["dropped_contaminated"] += 1
             continue
-        gold = set(example.labels)
-        labels = np.array([(int(a), int(b)) in gold for a, b in document.sentences], np.float32)
         rows.append((example.question, len(doc_list), labels, f"synthetic/{example.strategy}"))
         doc_list.append(document)
         counts["kept"] += 1
