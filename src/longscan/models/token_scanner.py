@@ -205,6 +205,14 @@ class TokenScannerModel(nn.Module):
         self.norm_f = RMSNorm(config.d_model, eps=config.norm_eps)
         self.binary_head = nn.Linear(config.d_model, 1)
 
+    def use_chunk_size(self, chunk_size: int) -> None:
+        """Run the SSD in chunks of ``chunk_size`` steps: a speed setting (64 is faster on a
+        CPU than the published 256), equal up to float rounding."""
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be positive; got {chunk_size}")
+        for layer in self.layers:
+            layer.mixer.chunk_size = chunk_size
+
     def allocate_state(
         self, batch: int, device: torch.device | None = None, dtype: torch.dtype | None = None
     ) -> list[MixerState]:
