@@ -27,16 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-MAMBA2_130M = {
-    "d_model": 768,
-    "d_intermediate": 0,
-    "n_layer": 24,
-    "vocab_size": 50277,
-    "ssm_cfg": {"layer": "Mamba2"},
-    "rms_norm": True,
-    "pad_vocab_size_multiple": 16,
-}
-"""``state-spaces/mamba2-130m``'s config.json (SPScanner-130m is fine-tuned from it)."""
+from longscan.models.token_scanner import MAMBA2_130M
 
 CHILD = r"""
 import json, os, sys, time

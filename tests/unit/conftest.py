@@ -37,21 +37,12 @@ def tiny_pairs(data_dir: Path) -> tuple[list[Pair], dict[str, int]]:
     )
 
 
-# A published SPScanner's config.json (mamba_ssm's MambaConfig), scaled down.
-SPSCANNER_CONFIG = {
-    "d_model": 64,
-    "d_intermediate": 0,
-    "n_layer": 2,
-    "vocab_size": 600,
-    "ssm_cfg": {"layer": "Mamba2", "d_state": 16, "headdim": 16, "chunk_size": 32},
-    "attn_layer_idx": [],
-    "attn_cfg": {},
-    "rms_norm": True,
-    "residual_in_fp32": True,
-    "fused_add_norm": True,
-    "pad_vocab_size_multiple": 16,
-    "tie_embeddings": True,
-}
+def spscanner_config() -> dict:
+    """A published SPScanner's config.json (mamba_ssm's MambaConfig), scaled down."""
+    from longscan.models.token_scanner import MAMBA2_130M
+
+    ssm = {"layer": "Mamba2", "d_state": 16, "headdim": 16, "chunk_size": 32}
+    return {**MAMBA2_130M, "d_model": 64, "n_layer": 2, "vocab_size": 600, "ssm_cfg": ssm}
 
 
 def novel_text() -> str:
@@ -84,9 +75,9 @@ def published_spscanner(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from longscan.models.token_scanner import TokenScannerConfig, TokenScannerModel
 
     folder = tmp_path_factory.mktemp("published")
-    (folder / "config.json").write_text(json.dumps(SPSCANNER_CONFIG))
+    (folder / "config.json").write_text(json.dumps(spscanner_config()))
     torch.manual_seed(0)
-    model = TokenScannerModel(TokenScannerConfig.from_mamba_ssm(SPSCANNER_CONFIG))
+    model = TokenScannerModel(TokenScannerConfig.from_mamba_ssm(spscanner_config()))
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.add_(0.05 * torch.randn_like(parameter))

@@ -28,6 +28,23 @@ intermediate tensors stay this size whatever the document's length."""
 
 # ----------------------------------------------------------------------------- configuration
 
+MAMBA2_130M: dict[str, Any] = {
+    "d_model": 768,
+    "d_intermediate": 0,
+    "n_layer": 24,
+    "vocab_size": 50277,
+    "ssm_cfg": {"layer": "Mamba2"},
+    "attn_layer_idx": [],
+    "attn_cfg": {},
+    "rms_norm": True,
+    "residual_in_fp32": True,
+    "fused_add_norm": True,
+    "pad_vocab_size_multiple": 16,
+    "tie_embeddings": True,
+}
+"""``mamba_ssm``'s config.json of ``state-spaces/mamba2-130m``, the model SPScanner-130m is
+fine-tuned from: the layout the speed benchmark and the tests build with random weights."""
+
 
 @dataclass(frozen=True)
 class TokenScannerConfig:
@@ -321,6 +338,7 @@ class TokenScannerModel(nn.Module):
 
 __all__ = [
     "DEFAULT_BLOCK_TOKENS",
+    "MAMBA2_130M",
     "MAMBA_SSM_LAYER_NAMES",
     "MAMBA_SSM_NAMES",
     "MAMBA_SSM_UNUSED",

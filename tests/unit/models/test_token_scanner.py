@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from longscan.models.token_scanner import (
+    MAMBA2_130M,
     MAMBA_SSM_LAYER_NAMES,
     TokenScannerConfig,
     TokenScannerModel,
@@ -16,22 +17,6 @@ from longscan.models.token_scanner import (
 SMALL = TokenScannerConfig(
     vocab_size=512, d_model=64, n_layer=3, d_state=16, headdim=16, ngroups=2, chunk_size=16
 )
-
-# mamba_ssm's config.json of state-spaces/mamba2-130m (the SPScanner-130m base model).
-MAMBA2_130M = {
-    "d_model": 768,
-    "d_intermediate": 0,
-    "n_layer": 24,
-    "vocab_size": 50277,
-    "ssm_cfg": {"layer": "Mamba2"},
-    "attn_layer_idx": [],
-    "attn_cfg": {},
-    "rms_norm": True,
-    "residual_in_fp32": True,
-    "fused_add_norm": True,
-    "pad_vocab_size_multiple": 16,
-    "tie_embeddings": True,
-}
 
 
 def _randomise(model: torch.nn.Module, seed: int = 0) -> None:

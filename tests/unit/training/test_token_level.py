@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from longscan.cli import app
-from longscan.models.token_scanner import TokenScannerConfig
+from longscan.models.token_scanner import MAMBA2_130M, TokenScannerConfig
 from longscan.scanning.spscanner import load_spscanner, read_spscanner_info
 from longscan.training.token_level import (
     TokenExamples,
@@ -70,10 +70,7 @@ def test_examples_survive_a_cache_round_trip(squad_examples: TokenExamples, tmp_
 
 
 def test_the_130m_layout_is_refused_on_a_cpu_and_a_tiny_one_is_not() -> None:
-    published_130m = {"d_model": 768, "n_layer": 24, "vocab_size": 50277}
-    config = TokenScannerConfig.from_mamba_ssm(
-        {**published_130m, "ssm_cfg": {"layer": "Mamba2"}, "pad_vocab_size_multiple": 16}
-    )
+    config = TokenScannerConfig.from_mamba_ssm(MAMBA2_130M)
     with pytest.raises(ValueError, match="CUDA GPU"):
         check_trainable(config, "cpu")
     check_trainable(config, "cuda")
