@@ -751,8 +751,11 @@ def benchmarks() -> None:
 def retrievers() -> None:
     """List the retriever names that `ask` and `eval` accept."""
     from longscan.retrievers import available
+    from longscan.retrievers.registry import LM_KINDS
 
     for name in available():
+        typer.echo(name)
+    for name in ("spscanner:DIR", "spscanner-sliding:DIR", *(f"{k}[:MODEL]" for k in LM_KINDS)):
         typer.echo(name)
 
 

@@ -4,7 +4,8 @@ A name is a registered name (``longscan retrievers`` lists them), or ``scanner:D
 ``scanner-sliding:DIR`` / ``scanner-rerank:DIR`` for a scanner checkpoint written by
 ``longscan train`` (``scanner-rerank``: its best sentences re-scored by the cross-encoder),
 ``spscanner:DIR`` / ``spscanner-sliding:DIR`` for the paper's token-level scanner (a
-checkpoint converted by ``longscan spscanner-convert``; it has no default), or
+checkpoint converted by ``longscan spscanner-convert``; it has no default), ``cfic`` /
+``cfic:MODEL`` for chunking-free in-context retrieval on a causal LM, or
 ``dense-sentence:MODEL`` / ``dense-chunk:MODEL`` / ``hybrid-sentence:MODEL`` /
 ``hybrid-chunk:MODEL`` for the baselines on any sentence-transformers model (a name in the
 local Hugging Face cache, or a folder), loaded offline from safetensors.
@@ -69,6 +70,20 @@ _CHECKPOINT_KINDS: dict[str, Callable[[Path], Retriever]] = {
 _NEEDS_CHECKPOINT = ("spscanner", "spscanner-sliding")  # no checkpoint ships with longscan
 
 
+def _cfic(model: str | None) -> Retriever:
+    """Chunking-free in-context retrieval on a causal LM (default: the packaged one)."""
+    from longscan.incontext.cfic import CFIC
+    from longscan.incontext.lm import DEFAULT_MODEL, load_causal_lm
+    from longscan.retrievers.cfic import CFICRetriever
+
+    return CFICRetriever(CFIC(load_causal_lm(model or DEFAULT_MODEL)))
+
+
+# retriever name → how it is built on a causal LM (``NAME`` or ``NAME:MODEL``); an LM in
+# process per retriever, so none of them is in ``available()``'s quick list
+LM_KINDS: dict[str, Callable[[str | None], Retriever]] = {"cfic": _cfic}
+
+
 BASELINES = tuple(_FACTORIES)
 _FACTORIES["scanner"] = _scanner
 _FACTORIES["scanner-sliding"] = lambda: _scanner(mode="sliding")
@@ -101,17 +116,18 @@ def parse_name(name: str) -> tuple[str, Path | None]:
             f"{base!r} needs a checkpoint folder: {base}:DIR (convert a published SPScanner "
             "checkpoint with `longscan spscanner-convert`)"
         )
-    if base not in _FACTORIES and base not in _NEEDS_CHECKPOINT:
+    if base not in _FACTORIES and base not in _NEEDS_CHECKPOINT and base not in LM_KINDS:
         raise ValueError(
             f"unknown retriever {name!r}; choose one of {', '.join(_FACTORIES)}, "
-            f"or {' or '.join(f'{kind}:DIR' for kind in _CHECKPOINT_KINDS)} for a checkpoint"
+            f"or {' or '.join(f'{kind}:DIR' for kind in _CHECKPOINT_KINDS)} for a checkpoint, "
+            f"or {' or '.join(f'{kind}[:MODEL]' for kind in LM_KINDS)} on a causal LM"
         )
     if not sep:
         return base, None
-    if base not in _CHECKPOINT_KINDS and base not in ENCODER_KINDS:
+    if base not in _CHECKPOINT_KINDS and base not in ENCODER_KINDS and base not in LM_KINDS:
         raise ValueError(f"retriever {base!r} takes no checkpoint or model (given {name!r})")
     if not checkpoint.strip():
-        what = "model" if base in ENCODER_KINDS else "checkpoint folder"
+        what = "model" if base in ENCODER_KINDS or base in LM_KINDS else "checkpoint folder"
         raise ValueError(f"{name!r}: name the {what} after the colon")
     return base, Path(checkpoint)
 
@@ -136,6 +152,8 @@ def get_retriever(name: str) -> Retriever:
             folder that cannot be loaded.
     """
     base, argument = parse_name(name)
+    if base in LM_KINDS:
+        return LM_KINDS[base](name.partition(":")[2] or None)  # as written: a name or a file
     if argument is None:
         return _FACTORIES[base]()
     if base in ENCODER_KINDS:

@@ -1,0 +1,249 @@
+"""Chunking-free in-context retrieval (CFIC, SEEDS.md §5): the LM reads the text once, then
+quotes the evidence, constrained to the text's own sentences.
+
+1. **Encode once.** The text (in windows when it is longer than ``window_tokens``) is read
+   into a KV cache kept per window; a second question pays only for its own tokens and the
+   decoding.
+2. **Constrained sentence-prefix decoding.** A token trie over the window's sentences allows
+   only tokens that keep the output a prefix of some sentence. The ``branches`` (3) best first
+   tokens each start a branch, extended greedily until its prefix identifies exactly one
+   sentence; branches rank by their mean log-probability. Each sentence enters the trie twice,
+   tokenized after a space and without one, since the model's tokenizer cuts a sentence
+   differently after the prompt's ``Quote:`` than at the start of a line.
+3. **Skip decoding.** From the branch's sentence, the probability of ending the quote (end of
+   sequence, or a newline) is read at every following sentence end within ``skip_tokens``
+   (256) tokens, in one forward pass over the text itself, and the span stops at the argmax:
+   it is never generated token by token. Overlapping spans merge.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from longscan.documents import Document
+
+if TYPE_CHECKING:
+    from longscan.incontext.lm import CausalLM
+
+PROMPT_HEAD = "Read the text, then quote the passage that answers the question.\n\nText:\n"
+PROMPT_TAIL = "\n\nQuestion: {question}\nQuote:"
+
+
+@dataclass
+class _Node:
+    children: dict[int, _Node] = field(default_factory=dict)
+    sentences: set[int] = field(default_factory=set)
+
+
+class SentenceTrie:
+    """Token prefixes of sentences: ``allowed(node)`` are the tokens that keep a prefix."""
+
+    def __init__(self, depth: int) -> None:
+        self.root = _Node()
+        self.depth = depth
+
+    def add(self, tokens: Sequence[int], sentence: int) -> None:
+        node = self.root
+        for token in tokens[: self.depth]:
+            node = node.children.setdefault(token, _Node())
+            node.sentences.add(sentence)
+
+
+@dataclass(frozen=True)
+class Span:
+    """Evidence found in one document: character offsets and the branch's mean log-prob."""
+
+    doc_index: int
+    start: int
+    end: int
+    score: float
+
+
+@dataclass
+class _Window:
+    """A window of one document read into the cache: its sentences (document offsets)."""
+
+    doc_index: int
+    start: int
+    end: int
+    sentences: np.ndarray  # (s, 2) document offsets
+    cache: Any
+    trie: SentenceTrie
+
+
+class CFIC:
+    """Chunking-free in-context retrieval over one causal LM.
+
+    Args:
+        lm: the loaded model (``incontext.lm.load_causal_lm``).
+        branches: top-k first tokens kept (the paper's k = 3).
+        skip_tokens: how far past a span's start its end may lie (the paper's d = 256).
+        window_tokens: text tokens per window (default: ``lm.DEFAULT_WINDOW_TOKENS``, capped
+            by the model's context).
+        prefix_depth: tokens of each sentence in the trie (enough to tell sentences apart).
+    """
+
+    def __init__(
+        self,
+        lm: CausalLM,
+        branches: int = 3,
+        skip_tokens: int = 256,
+        window_tokens: int | None = None,
+        prefix_depth: int = 48,
+    ) -> None:
+        from longscan.incontext.lm import DEFAULT_WINDOW_TOKENS
+
+        self.lm = lm
+        self.branches = branches
+        self.skip_tokens = skip_tokens
+        reserve = 512 + skip_tokens  # the question and the quote
+        self.window_tokens = min(window_tokens or DEFAULT_WINDOW_TOKENS, lm.max_tokens - reserve)
+        self.prefix_depth = prefix_depth
+        self._windows: dict[tuple[str, int], list[_Window]] = {}
+        self.stop_ids = lm.stop_token_ids()
+
+    # -- encoding -------------------------------------------------------------------------
+
+    def _ids(self, text: str) -> list[int]:
+        return list(self.lm.tokenizer.encode(text, add_special_tokens=False))
+
+    def _forward(self, ids: Sequence[int], cache: Any) -> tuple[Any, Any]:
+        """Logits ``(l, vocab)`` of ``ids`` read after ``cache`` (extended in place)."""
+        import torch
+
+        tokens = torch.tensor([list(ids)], device=self.lm.device)
+        with torch.inference_mode():
+            out = self.lm.model(input_ids=tokens, past_key_values=cache, use_cache=True)
+        return out.logits[0].float(), out.past_key_values
+
+    def _window_spans(self, document: Document) -> list[tuple[int, int, np.ndarray]]:
+        """Sentence-aligned windows ``(start, end, sentences)`` of at most ``window_tokens``."""
+        encoding = self.lm.tokenizer(
+            document.text, add_special_tokens=False, return_offsets_mapping=True
+        )
+        starts = np.asarray([a for a, _ in encoding["offset_mapping"]], dtype=np.int64)
+        sentences = document.sentences
+        ends = np.searchsorted(starts, sentences[:, 1], side="left")  # tokens before each end
+        windows, first = [], 0
+        while first < len(sentences):
+            begin = np.searchsorted(starts, sentences[first, 0], side="left")
+            last = int(np.searchsorted(ends, begin + self.window_tokens, side="right")) - 1
+            last = max(last, first)
+            windows.append(
+                (int(sentences[first, 0]), int(sentences[last, 1]), sentences[first : last + 1])
+            )
+            first = last + 1
+        return windows
+
+    def _trie(self, document: Document, sentences: np.ndarray) -> SentenceTrie:
+        trie = SentenceTrie(self.prefix_depth)
+        for index, (start, end) in enumerate(sentences.tolist()):
+            text = document.text[start:end]
+            trie.add(self._ids(" " + text), index)
+            trie.add(self._ids(text), index)
+        return trie
+
+    def windows(self, document: Document, doc_index: int) -> list[_Window]:
+        """The document's windows read into KV caches, once per document and model."""
+        from transformers import DynamicCache
+
+        key = (document.content_hash, doc_index)
+        if key not in self._windows:
+            head = self.lm.tokenizer.encode(PROMPT_HEAD, add_special_tokens=True)
+            windows = []
+            for start, end, sentences in self._window_spans(document):
+                cache = DynamicCache()
+                _, cache = self._forward(head + self._ids(document.text[start:end]), cache)
+                trie = self._trie(document, sentences)
+                windows.append(_Window(doc_index, start, end, sentences, cache, trie))
+            self._windows = {key: windows}  # one text kept: a new text replaces it
+        return self._windows[key]
+
+    # -- decoding -------------------------------------------------------------------------
+
+    def _branches(
+        self, logits: Any, cache: Any, trie: SentenceTrie
+    ) -> list[tuple[int, float, bool]]:
+        """``(sentence, mean log-prob, spaced)`` for each of the best ``branches`` prefixes."""
+        import torch
+
+        first = torch.log_softmax(logits, dim=-1)
+        allowed = list(trie.root.children)
+        if not allowed:
+            return []
+        scores = first[allowed]
+        top = torch.topk(scores, min(self.branches, len(allowed))).indices.tolist()
+        found = []
+        for pick in top:
+            token = allowed[pick]
+            node, log_probs = trie.root.children[token], [float(scores[pick])]
+            branch_cache, path = copy.deepcopy(cache), [token]
+            while len(node.sentences) > 1 and node.children:
+                step, branch_cache = self._forward([token], branch_cache)
+                step_log = torch.log_softmax(step[-1], dim=-1)
+                options = list(node.children)
+                token = options[int(torch.argmax(step_log[options]))]
+                log_probs.append(float(step_log[token]))
+                node, path = node.children[token], [*path, token]
+            sentence = min(node.sentences)
+            spaced = self.lm.tokenizer.decode(path[:1]).startswith(" ")
+            found.append((sentence, float(np.mean(log_probs)), spaced))
+        return found
+
+    def _span_end(
+        self, document: Document, window: _Window, sentence: int, cache: Any, spaced: bool
+    ) -> int:
+        """Skip decoding: the index of the sentence where the quote most likely stops."""
+        import torch
+
+        start = int(window.sentences[sentence, 0])
+        text = document.text[start : int(window.sentences[-1, 1])]
+        prefix = " " if spaced else ""
+        encoding = self.lm.tokenizer(
+            prefix + text, add_special_tokens=False, return_offsets_mapping=True
+        )
+        ids = encoding["input_ids"][: self.skip_tokens]
+        token_starts = np.asarray([a for a, _ in encoding["offset_mapping"][: len(ids)]])
+        ends = window.sentences[sentence:, 1] - start + len(prefix)  # in prefix + text
+        last_tokens = np.searchsorted(token_starts, ends, side="left") - 1
+        reachable = ends <= (encoding["offset_mapping"][len(ids) - 1][1] if ids else 0)
+        if not reachable.any():
+            return sentence
+        logits, _ = self._forward(ids, copy.deepcopy(cache))
+        stop = torch.softmax(logits, dim=-1)[:, self.stop_ids].sum(-1)  # (l,)
+        candidates = last_tokens[reachable]
+        best = int(np.argmax(stop[torch.as_tensor(candidates)].cpu().numpy()))
+        return sentence + best
+
+    def spans(self, question: str, documents: Sequence[Document]) -> list[Span]:
+        """Evidence spans for ``question``, best first, overlapping ones merged."""
+        found: list[Span] = []
+        tail = self._ids(PROMPT_TAIL.format(question=question))
+        for doc_index, document in enumerate(documents):
+            for window in self.windows(document, doc_index):
+                cache = copy.deepcopy(window.cache)
+                logits, cache = self._forward(tail, cache)
+                for sentence, score, spaced in self._branches(logits[-1], cache, window.trie):
+                    last = self._span_end(document, window, sentence, cache, spaced)
+                    start, end = int(window.sentences[sentence, 0]), int(window.sentences[last, 1])
+                    found.append(Span(doc_index, start, end, score))
+        return merge_spans(found)
+
+
+def merge_spans(spans: Sequence[Span]) -> list[Span]:
+    """Union of overlapping spans of one document (keeping the best score), best first."""
+    merged: list[Span] = []
+    for span in sorted(spans, key=lambda s: (s.doc_index, s.start)):
+        if merged and merged[-1].doc_index == span.doc_index and span.start < merged[-1].end:
+            last = merged[-1]
+            merged[-1] = Span(
+                last.doc_index, last.start, max(last.end, span.end), max(last.score, span.score)
+            )
+        else:
+            merged.append(span)
+    return sorted(merged, key=lambda s: -s.score)

@@ -1,0 +1,143 @@
+"""Causal LMs in process, for in-context retrieval (logits, KV cache, attentions).
+
+A model is named by:
+
+- ``gemma-3-270m`` (the default): Gemma 3 270M, the GGUF of the ``[local-llm]`` extra;
+- a ``.gguf`` file (any architecture ``transformers`` reads from GGUF);
+- a Hugging Face model folder or a name in the local cache (safetensors only, offline).
+
+A GGUF is dequantised by ``transformers`` (through the ``gguf`` package) once, then saved as
+safetensors in the cache under its SHA-256, so later loads take seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from longscan.encoders.cache import default_cache_dir, file_sha256, staging_path
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerFast
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "gemma-3-270m"
+DEFAULT_WINDOW_TOKENS = 4096
+"""Tokens of text per window on a CPU: a longer text is read in windows (a 270M model
+prefills about this much in tens of seconds on 2 cores); ``window_tokens`` raises it."""
+
+
+@dataclass
+class CausalLM:
+    """A loaded causal LM: its network (eval mode), fast tokenizer (character offsets), the
+    name it was asked by, and the device it runs on."""
+
+    name: str
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerFast
+    device: str
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest context the model was trained for."""
+        return int(getattr(self.model.config, "max_position_embeddings", 2048))
+
+    def stop_token_ids(self) -> list[int]:
+        """Tokens that end a quote: the end-of-sequence token(s) and a bare newline (a base
+        model ends a quoted line with one)."""
+        ids = set()
+        eos = self.tokenizer.eos_token_id
+        if eos is not None:
+            ids.update(eos if isinstance(eos, list) else [eos])
+        newline = self.tokenizer.encode("\n", add_special_tokens=False)
+        if len(newline) == 1:
+            ids.add(newline[0])
+        return sorted(ids)
+
+
+def _packaged_gguf(name: str) -> Path:
+    if name == DEFAULT_MODEL:
+        from longscan.answering.local import local_model_path
+
+        return local_model_path()
+    raise KeyError(name)
+
+
+def _from_gguf(path: Path) -> Path:
+    """A safetensors folder made from ``path`` once (keyed by its SHA-256)."""
+    folder = default_cache_dir() / "causal-lm" / file_sha256(path)[:24]
+    if (folder / "config.json").is_file():
+        return folder
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    logger.info("dequantising %s once into %s", path, folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = staging_path(folder)
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
+    tokenizer.save_pretrained(staging)
+    # transformers will not save a model it loaded from GGUF: write the dequantised weights
+    # and the config ourselves (save_model keeps tied weights once)
+    from safetensors.torch import save_model
+
+    model.config.quantization_config = None
+    model.config.save_pretrained(staging)
+    save_model(model, str(staging / "model.safetensors"))
+    staging.replace(folder)
+    return folder
+
+
+def resolve(name: str) -> Path | str:
+    """Where ``name``'s weights are read from: a safetensors folder, or a hub name in the
+    local cache.
+
+    Raises:
+        FileNotFoundError: a ``.gguf`` path that does not exist.
+        RuntimeError: the packaged model's extra is not installed.
+    """
+    try:
+        return _from_gguf(_packaged_gguf(name))
+    except KeyError:
+        pass
+    if name.endswith(".gguf"):
+        path = Path(name)
+        if not path.is_file():
+            raise FileNotFoundError(f"{name}: no such GGUF file")
+        return _from_gguf(path)
+    return Path(name) if Path(name).is_dir() else name
+
+
+@cache
+def load_causal_lm(name: str = DEFAULT_MODEL, device: str | None = None) -> CausalLM:
+    """The model called ``name`` (see the module docstring), once per process.
+
+    Raises:
+        ValueError: a model that cannot be read offline from safetensors, or whose tokenizer
+            gives no character offsets.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from longscan.devices import torch_device
+
+    device = device or torch_device()
+    source = resolve(name)
+    options: dict[str, Any] = {"local_files_only": True}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(source), **options)
+        model = AutoModelForCausalLM.from_pretrained(
+            str(source),
+            use_safetensors=True,
+            dtype=torch.bfloat16 if device.startswith("cuda") else torch.float32,
+            attn_implementation="eager",  # attentions are read by the document ranking
+            **options,
+        )
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot load the causal LM {name!r} offline ({error})") from None
+    if not tokenizer.is_fast:
+        raise ValueError(f"{name!r}: its tokenizer gives no character offsets (not a fast one)")
+    return CausalLM(name, model.to(device).eval(), tokenizer, device)

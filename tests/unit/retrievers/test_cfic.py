@@ -1,0 +1,88 @@
+"""Chunking-free in-context retrieval on the packaged Gemma 3 270M, in process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from longscan.documents import Document
+from longscan.incontext.cfic import CFIC, SentenceTrie, Span, merge_spans
+from longscan.retrievers.registry import get_retriever, parse_name
+
+
+def test_trie_keeps_only_prefixes_and_tells_sentences_apart() -> None:
+    trie = SentenceTrie(depth=8)
+    trie.add([5, 6, 7], 0)
+    trie.add([5, 6, 9, 1], 1)
+    trie.add([4], 2)
+    assert set(trie.root.children) == {4, 5}
+    shared = trie.root.children[5].children[6]
+    assert shared.sentences == {0, 1} and set(shared.children) == {7, 9}
+    assert shared.children[9].sentences == {1}
+
+
+def test_overlapping_spans_merge_and_keep_the_best_score() -> None:
+    spans = [
+        Span(0, 10, 50, -2.0),
+        Span(0, 40, 90, -1.0),
+        Span(1, 0, 5, -3.0),
+        Span(0, 95, 99, -0.5),
+    ]
+    assert merge_spans(spans) == [Span(0, 95, 99, -0.5), Span(0, 10, 90, -1.0), Span(1, 0, 5, -3.0)]
+
+
+@pytest.fixture(scope="module")
+def cfic() -> CFIC:
+    from longscan.incontext.lm import load_causal_lm
+
+    return CFIC(load_causal_lm())
+
+
+def _squad(data_dir: Path, words: int, count: int) -> list:
+    from longscan.bench.builders import build_squad_long
+
+    return build_squad_long("dev", words, max_items=count, seed=0, data_dir=data_dir)
+
+
+def test_cfic_quotes_whole_sentences_with_exact_offsets_and_reuses_its_cache(
+    cfic: CFIC, data_dir: Path
+) -> None:
+    first, second = _squad(data_dir, 400, 2)
+    (document,) = first.documents
+    assert second.documents[0].text == document.text  # one article, two questions
+    spans = cfic.spans(first.query, [document])
+    assert 1 <= len(spans) <= cfic.branches
+    starts, ends = set(document.sentences[:, 0].tolist()), set(document.sentences[:, 1].tolist())
+    for span in spans:
+        assert span.start in starts and span.end in ends  # whole sentences, never generated
+    caches = [window.cache for window in cfic.windows(document, 0)]
+    cfic.spans(second.query, [document])
+    assert [window.cache for window in cfic.windows(document, 0)] == caches  # read once
+
+
+def test_cfic_reads_a_long_text_in_windows_and_finds_the_answer(cfic: CFIC, data_dir: Path) -> None:
+    from longscan.incontext.lm import load_causal_lm
+
+    narrow = CFIC(load_causal_lm(), window_tokens=250)
+    item = next(i for i in _squad(data_dir, 400, 6) if "network" in i.query)
+    (document,) = item.documents
+    assert len(narrow.windows(document, 0)) >= 2
+    spans = narrow.spans(item.query, [document])
+    quoted = " ".join(document.text[s.start : s.end] for s in spans)
+    assert any(answer in quoted for answer in item.answers)
+
+
+def test_cfic_is_a_retriever_by_name() -> None:
+    assert parse_name("cfic") == ("cfic", None)
+    retriever = get_retriever("cfic")
+    documents = [
+        Document("cats.txt", "Cats purr when content. They sleep a lot."),
+        Document("ships.txt", "The ship sailed at dawn. Its hull was made of oak."),
+    ]
+    evidence = retriever.retrieve("What was the hull made of?", documents, top_k=2)
+    assert evidence and len(evidence) <= 2
+    for hit in evidence:
+        source = next(d for d in documents if d.id == hit.doc_id)
+        assert hit.text == source.text[hit.start : hit.end]
+    assert "oak" in evidence[0].text
