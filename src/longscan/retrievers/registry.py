@@ -5,7 +5,8 @@ A name is a registered name (``longscan retrievers`` lists them), or ``scanner:D
 ``longscan train`` (``scanner-rerank``: its best sentences re-scored by the cross-encoder),
 ``spscanner:DIR`` / ``spscanner-sliding:DIR`` for the paper's token-level scanner (a
 checkpoint converted by ``longscan spscanner-convert``; it has no default), ``cfic`` /
-``cfic:MODEL`` for chunking-free in-context retrieval on a causal LM, or
+``cfic:MODEL`` for chunking-free in-context retrieval on a causal LM, ``attention-chunk`` /
+``attention-chunk:MODEL`` for chunks ranked by its attention, or
 ``dense-sentence:MODEL`` / ``dense-chunk:MODEL`` / ``hybrid-sentence:MODEL`` /
 ``hybrid-chunk:MODEL`` for the baselines on any sentence-transformers model (a name in the
 local Hugging Face cache, or a folder), loaded offline from safetensors.
@@ -79,9 +80,21 @@ def _cfic(model: str | None) -> Retriever:
     return CFICRetriever(CFIC(load_causal_lm(model or DEFAULT_MODEL)))
 
 
+def _attention(model: str | None) -> Retriever:
+    """Chunks ranked by a causal LM's attention to their ``[DOC i]`` blocks."""
+    from longscan.incontext.attention import AttentionRanker
+    from longscan.incontext.lm import DEFAULT_MODEL, load_causal_lm
+    from longscan.retrievers.attention import AttentionRetriever
+
+    return AttentionRetriever(AttentionRanker(load_causal_lm(model or DEFAULT_MODEL)))
+
+
 # retriever name → how it is built on a causal LM (``NAME`` or ``NAME:MODEL``); an LM in
 # process per retriever, so none of them is in ``available()``'s quick list
-LM_KINDS: dict[str, Callable[[str | None], Retriever]] = {"cfic": _cfic}
+LM_KINDS: dict[str, Callable[[str | None], Retriever]] = {
+    "cfic": _cfic,
+    "attention-chunk": _attention,
+}
 
 
 BASELINES = tuple(_FACTORIES)
