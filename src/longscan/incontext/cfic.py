@@ -68,7 +68,6 @@ class Span:
 class _Window:
     """A window of one document read into the cache: its sentences (document offsets)."""
 
-    doc_index: int
     start: int
     end: int
     sentences: np.ndarray  # (s, 2) document offsets
@@ -104,7 +103,7 @@ class CFIC:
         reserve = 512 + skip_tokens  # the question and the quote
         self.window_tokens = min(window_tokens or DEFAULT_WINDOW_TOKENS, lm.max_tokens - reserve)
         self.prefix_depth = prefix_depth
-        self._windows: dict[tuple[str, int], list[_Window]] = {}
+        self._windows: dict[str, list[_Window]] = {}  # the last collection's, by content
         self.stop_ids = lm.stop_token_ids()
 
     # -- encoding -------------------------------------------------------------------------
@@ -148,11 +147,12 @@ class CFIC:
             trie.add(self._ids(text), index)
         return trie
 
-    def windows(self, document: Document, doc_index: int) -> list[_Window]:
-        """The document's windows read into KV caches, once per document and model."""
+    def windows(self, document: Document) -> list[_Window]:
+        """The document's windows read into KV caches, once per text (the texts of the last
+        collection asked about are kept)."""
         from transformers import DynamicCache
 
-        key = (document.content_hash, doc_index)
+        key = document.content_hash
         if key not in self._windows:
             head = self.lm.tokenizer.encode(PROMPT_HEAD, add_special_tokens=True)
             windows = []
@@ -160,8 +160,8 @@ class CFIC:
                 cache = DynamicCache()
                 _, cache = self._forward(head + self._ids(document.text[start:end]), cache)
                 trie = self._trie(document, sentences)
-                windows.append(_Window(doc_index, start, end, sentences, cache, trie))
-            self._windows = {key: windows}  # one text kept: a new text replaces it
+                windows.append(_Window(start, end, sentences, cache, trie))
+            self._windows[key] = windows
         return self._windows[key]
 
     # -- decoding -------------------------------------------------------------------------
@@ -224,8 +224,10 @@ class CFIC:
         """Evidence spans for ``question``, best first, overlapping ones merged."""
         found: list[Span] = []
         tail = self._ids(PROMPT_TAIL.format(question=question))
+        kept = {d.content_hash for d in documents}
+        self._windows = {k: w for k, w in self._windows.items() if k in kept}
         for doc_index, document in enumerate(documents):
-            for window in self.windows(document, doc_index):
+            for window in self.windows(document):
                 cache = copy.deepcopy(window.cache)
                 logits, cache = self._forward(tail, cache)
                 for sentence, score, spaced in self._branches(logits[-1], cache, window.trie):

@@ -55,6 +55,15 @@ def validate_top_k(top_k: int | None) -> None:
         raise ValueError(f"top_k must be a positive integer or None, not {top_k!r}")
 
 
+def validate_request(query: str, documents: Sequence[Document], top_k: int | None) -> str:
+    """Check a ``retrieve`` call's arguments (every retriever honours the same limits) and
+    return the query as it will be read."""
+    query = validate_query(query)
+    validate_documents(documents)
+    validate_top_k(top_k)
+    return query
+
+
 @dataclass(frozen=True)
 class Units:
     """The units of a collection, flattened.
@@ -121,9 +130,7 @@ class Retriever(ABC):
         self, query: str, documents: Sequence[Document], top_k: int | None = None
     ) -> list[Evidence]:
         """Rank evidence for ``query`` over ``documents``; ``top_k=None`` ranks every unit."""
-        query = validate_query(query)
-        validate_documents(documents)
-        validate_top_k(top_k)
+        query = validate_request(query, documents, top_k)
         units = self.units(documents)
         if len(units) == 0:
             return []

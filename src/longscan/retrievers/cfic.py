@@ -9,13 +9,7 @@ import numpy as np
 
 from longscan.documents import Document, Evidence
 from longscan.incontext.cfic import CFIC
-from longscan.retrievers.base import (
-    Retriever,
-    Units,
-    validate_documents,
-    validate_query,
-    validate_top_k,
-)
+from longscan.retrievers.base import Retriever, Units, validate_request
 
 
 class CFICRetriever(Retriever):
@@ -35,9 +29,7 @@ class CFICRetriever(Retriever):
     def retrieve(
         self, query: str, documents: Sequence[Document], top_k: int | None = None
     ) -> list[Evidence]:
-        query = validate_query(query)
-        validate_documents(documents)
-        validate_top_k(top_k)
+        query = validate_request(query, documents, top_k)
         spans = self.cfic.spans(query, documents)[:top_k]
         return [
             Evidence.of(

@@ -56,9 +56,9 @@ def test_cfic_quotes_whole_sentences_with_exact_offsets_and_reuses_its_cache(
     starts, ends = set(document.sentences[:, 0].tolist()), set(document.sentences[:, 1].tolist())
     for span in spans:
         assert span.start in starts and span.end in ends  # whole sentences, never generated
-    caches = [window.cache for window in cfic.windows(document, 0)]
+    caches = [window.cache for window in cfic.windows(document)]
     cfic.spans(second.query, [document])
-    assert [window.cache for window in cfic.windows(document, 0)] == caches  # read once
+    assert [window.cache for window in cfic.windows(document)] == caches  # read once
 
 
 def test_cfic_reads_a_long_text_in_windows_and_finds_the_answer(cfic: CFIC, data_dir: Path) -> None:
@@ -67,7 +67,7 @@ def test_cfic_reads_a_long_text_in_windows_and_finds_the_answer(cfic: CFIC, data
     narrow = CFIC(load_causal_lm(), window_tokens=250)
     item = next(i for i in _squad(data_dir, 400, 6) if "network" in i.query)
     (document,) = item.documents
-    assert len(narrow.windows(document, 0)) >= 2
+    assert len(narrow.windows(document)) >= 2
     spans = narrow.spans(item.query, [document])
     quoted = " ".join(document.text[s.start : s.end] for s in spans)
     assert any(answer in quoted for answer in item.answers)
@@ -86,3 +86,7 @@ def test_cfic_is_a_retriever_by_name() -> None:
         source = next(d for d in documents if d.id == hit.doc_id)
         assert hit.text == source.text[hit.start : hit.end]
     assert "oak" in evidence[0].text
+    read = {key: id(windows) for key, windows in retriever.cfic._windows.items()}
+    assert len(read) == 2  # both texts stay read for the next question
+    retriever.retrieve("When did the ship sail?", documents)
+    assert {key: id(w) for key, w in retriever.cfic._windows.items()} == read
