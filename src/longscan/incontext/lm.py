@@ -12,7 +12,9 @@ safetensors in the cache under its SHA-256, so later loads take seconds, not min
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -67,13 +69,31 @@ def _packaged_gguf(name: str) -> Path:
     raise KeyError(name)
 
 
+WEIGHTS = "model.safetensors"
+RECORD = "longscan.json"
+"""Beside the dequantised weights: their SHA-256, written once they are complete."""
+
+
+def intact(folder: Path) -> bool:
+    """Whether ``folder`` holds dequantised weights whose hash matches their record."""
+    try:
+        recorded = json.loads((folder / RECORD).read_text())["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return (folder / "config.json").is_file() and file_sha256(folder / WEIGHTS) == recorded
+
+
 def _from_gguf(path: Path) -> Path:
-    """A safetensors folder made from ``path`` once (keyed by its SHA-256)."""
+    """A safetensors folder made from ``path`` once (keyed by its SHA-256); a damaged one is
+    made again, never loaded."""
     folder = default_cache_dir() / "causal-lm" / file_sha256(path)[:24]
-    if (folder / "config.json").is_file():
+    if intact(folder):
         return folder
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if folder.exists():
+        logger.warning("the dequantised model %s is damaged; making it again", folder)
+        shutil.rmtree(folder)
     logger.info("dequantising %s once into %s", path, folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_path(folder)
@@ -86,7 +106,8 @@ def _from_gguf(path: Path) -> Path:
 
     model.config.quantization_config = None
     model.config.save_pretrained(staging)
-    save_model(model, str(staging / "model.safetensors"))
+    save_model(model, str(staging / WEIGHTS))
+    (staging / RECORD).write_text(json.dumps({"sha256": file_sha256(staging / WEIGHTS)}))
     staging.replace(folder)
     return folder
 

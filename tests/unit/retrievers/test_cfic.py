@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import pytest
 
 from longscan.documents import Document
 from longscan.incontext.cfic import CFIC, SentenceTrie, Span, merge_spans
+from longscan.incontext.lm import RECORD, WEIGHTS, intact
 from longscan.retrievers.registry import get_retriever, parse_name
 
 
@@ -90,3 +93,14 @@ def test_cfic_is_a_retriever_by_name() -> None:
     assert len(read) == 2  # both texts stay read for the next question
     retriever.retrieve("When did the ship sail?", documents)
     assert {key: id(w) for key, w in retriever.cfic._windows.items()} == read
+
+
+def test_a_damaged_dequantised_model_is_not_trusted(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / WEIGHTS).write_bytes(b"weights" * 1000)
+    assert not intact(tmp_path)  # no record: never complete
+    digest = hashlib.sha256((tmp_path / WEIGHTS).read_bytes()).hexdigest()
+    (tmp_path / RECORD).write_text(json.dumps({"sha256": digest}))
+    assert intact(tmp_path)
+    (tmp_path / WEIGHTS).write_bytes(b"weights" * 999)  # truncated
+    assert not intact(tmp_path)
