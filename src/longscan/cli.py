@@ -583,9 +583,7 @@ def _train_token_level(
     try:
         info = read_spscanner_info(init)
         tl.check_trainable(info.config, torch_device())
-        examples = tl.cached_examples(
-            init, info, datasets, synthetic, seeds, max_per_source, data_cache
-        )
+        examples = tl.cached_examples(init, datasets, synthetic, seeds, max_per_source, data_cache)
         report = tl.train_token_level(init, out, examples, tl.TokenTrainConfig(**settings))
     except (ValueError, FileNotFoundError, CheckpointError) as error:
         raise _fail(str(error)) from None
@@ -751,11 +749,9 @@ def benchmarks() -> None:
 def retrievers() -> None:
     """List the retriever names that `ask` and `eval` accept."""
     from longscan.retrievers import available
-    from longscan.retrievers.registry import LM_KINDS
+    from longscan.retrievers.registry import name_forms
 
-    for name in available():
-        typer.echo(name)
-    for name in ("spscanner:DIR", "spscanner-sliding:DIR", *(f"{k}[:MODEL]" for k in LM_KINDS)):
+    for name in [*available(), *name_forms()]:
         typer.echo(name)
 
 

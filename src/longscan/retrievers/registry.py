@@ -68,7 +68,6 @@ _CHECKPOINT_KINDS: dict[str, Callable[[Path], Retriever]] = {
     "spscanner": lambda path: _spscanner(path, "stream"),
     "spscanner-sliding": lambda path: _spscanner(path, "sliding"),
 }
-_NEEDS_CHECKPOINT = ("spscanner", "spscanner-sliding")  # no checkpoint ships with longscan
 
 
 def _cfic(model: str | None) -> Retriever:
@@ -110,6 +109,17 @@ def available() -> list[str]:
     return list(_FACTORIES)
 
 
+def _needs_checkpoint() -> list[str]:
+    """Checkpoint kinds with no default: no checkpoint of theirs ships with longscan."""
+    return [kind for kind in _CHECKPOINT_KINDS if kind not in _FACTORIES]
+
+
+def name_forms() -> list[str]:
+    """The names beyond ``available()``: those that need a checkpoint folder, and those
+    read by a causal LM in process (the packaged one, or ``:MODEL``)."""
+    return [f"{kind}:DIR" for kind in _needs_checkpoint()] + [f"{k}[:MODEL]" for k in LM_KINDS]
+
+
 def register(name: str, factory: Callable[[], Retriever]) -> None:
     """Add a retriever under ``name`` (later ones, such as the scanner, plug in here)."""
     _FACTORIES[name] = factory
@@ -124,12 +134,12 @@ def parse_name(name: str) -> tuple[str, Path | None]:
             model given to a retriever that takes none, or an empty one.
     """
     base, sep, checkpoint = name.partition(":")
-    if base in _NEEDS_CHECKPOINT and not sep:
+    if base in _needs_checkpoint() and not sep:
         raise ValueError(
             f"{base!r} needs a checkpoint folder: {base}:DIR (convert a published SPScanner "
             "checkpoint with `longscan spscanner-convert`)"
         )
-    if base not in _FACTORIES and base not in _NEEDS_CHECKPOINT and base not in LM_KINDS:
+    if base not in _FACTORIES and base not in _CHECKPOINT_KINDS and base not in LM_KINDS:
         raise ValueError(
             f"unknown retriever {name!r}; choose one of {', '.join(_FACTORIES)}, "
             f"or {' or '.join(f'{kind}:DIR' for kind in _CHECKPOINT_KINDS)} for a checkpoint, "

@@ -145,15 +145,25 @@ def verified_info(directory: Path) -> tuple[CheckpointInfo, str]:
         CheckpointError: missing files, a corrupt config, or weights that do not match it.
     """
     info, raw = read_info(directory)
-    weights = directory / WEIGHTS_FILE
-    if not weights.is_file():
-        raise CheckpointError(f"{directory}: missing {WEIGHTS_FILE}")
-    digest = file_sha256(weights)
-    if digest != raw.get("weights_sha256"):
+    return info, checked_file(directory, WEIGHTS_FILE, raw.get("weights_sha256"))
+
+
+def checked_file(directory: Path, name: str, recorded: object) -> str:
+    """The SHA-256 of ``directory / name``, after checking it is the one its config
+    recorded.
+
+    Raises:
+        CheckpointError: the file is missing, or its hash is not ``recorded``.
+    """
+    file = directory / name
+    if not file.is_file():
+        raise CheckpointError(f"{directory}: missing {name}")
+    digest = file_sha256(file)
+    if digest != recorded:
         raise CheckpointError(
-            f"{weights}: SHA-256 does not match {CONFIG_FILE}; the file is corrupt or was replaced"
+            f"{file}: SHA-256 does not match {CONFIG_FILE}; the file is corrupt or was replaced"
         )
-    return info, digest
+    return digest
 
 
 def load_checkpoint(directory: Path | None = None) -> tuple[ScanNetwork, CheckpointInfo]:

@@ -33,7 +33,12 @@ import numpy as np
 from longscan.documents import Document
 from longscan.encoders.cache import file_sha256
 from longscan.progress import track
-from longscan.scanning.checkpoint import CheckpointError
+from longscan.scanning.checkpoint import (
+    CONFIG_FILE,
+    WEIGHTS_FILE,
+    CheckpointError,
+    checked_file,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -43,8 +48,6 @@ if TYPE_CHECKING:
 
 FORMAT = "longscan-spscanner"
 FORMAT_VERSION = 1
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
 SOURCE_FILES = ("pytorch_model.bin", "model.safetensors")
 """What :func:`convert_checkpoint` looks for in a published checkpoint folder, in order."""
@@ -231,13 +234,7 @@ def read_spscanner_info(directory: Path) -> SPScannerInfo:
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"{path}: invalid model config ({error})") from None
     for name, key in ((WEIGHTS_FILE, "weights_sha256"), (TOKENIZER_FILE, "tokenizer_sha256")):
-        file = directory / name
-        if not file.is_file():
-            raise CheckpointError(f"{directory}: missing {name}")
-        if file_sha256(file) != raw.get(key):
-            raise CheckpointError(
-                f"{file}: SHA-256 does not match {CONFIG_FILE}; the file is corrupt or was replaced"
-            )
+        checked_file(directory, name, raw.get(key))
     return SPScannerInfo(config, raw["weights_sha256"], dict(raw.get("source") or {}))
 
 
@@ -308,6 +305,18 @@ def sliding_windows(ends: np.ndarray, window: int, stride: int) -> list[tuple[in
         step = int(np.searchsorted(firsts, firsts[i] + stride, side="left"))
         i = min(max(step, i + 1), j + 1)
     return windows
+
+
+def question_tokens(tokenizer: Tokenizer, question: str) -> np.ndarray:
+    """The question's token ids, which come first in every reading (training too).
+
+    Raises:
+        ValueError: the tokenizer gives the question no token.
+    """
+    ids = tokenizer.encode(question, add_special_tokens=False).ids
+    if not ids:
+        raise ValueError("the question has no tokens for this checkpoint's tokenizer")
+    return np.asarray(ids, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -390,12 +399,6 @@ class SPScanner:
         model, tokenizer, _ = load_spscanner(directory)
         return cls(model, tokenizer, mode=mode, **options)
 
-    def question_ids(self, query: str) -> np.ndarray:
-        ids = self.tokenizer.encode(query, add_special_tokens=False).ids
-        if not ids:
-            raise ValueError("the question has no tokens for this checkpoint's tokenizer")
-        return np.asarray(ids, dtype=np.int64)
-
     def _read(self, ids: np.ndarray, progress: bool) -> np.ndarray:
         """Logits ``(l,)`` of one causal pass from a fresh state, block by block."""
         import torch
@@ -419,7 +422,7 @@ class SPScanner:
         self, query: str, documents: Sequence[Document], progress: bool = False
     ) -> np.ndarray:
         """One logit per sentence of ``documents`` (in ``Units.of`` order)."""
-        question = self.question_ids(query)
+        question = question_tokens(self.tokenizer, query)
         collection = tokenize_collection(self.tokenizer, documents)
         if self.mode == "stream":
             logits = self._read(np.concatenate([question, collection.ids]), progress)

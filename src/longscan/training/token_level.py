@@ -26,14 +26,18 @@ import numpy as np
 from longscan.documents import Document
 from longscan.encoders.cache import file_sha256
 from longscan.progress import track
-from longscan.scanning.spscanner import TOKENIZER_FILE, load_spscanner, save_spscanner
+from longscan.scanning.spscanner import (
+    TOKENIZER_FILE,
+    load_spscanner,
+    save_spscanner,
+    torch_device_type,
+)
 from longscan.training.args import LENGTHS_WORDS
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
     from longscan.models.token_scanner import TokenScannerConfig, TokenScannerModel
-    from longscan.scanning.spscanner import SPScannerInfo
 
 CPU_MAX_PARAMETERS = 10_000_000
 """Largest network (parameters outside the embedding) trained on a CPU. The 130m layout has
@@ -90,13 +94,13 @@ class TokenExamples:
 
 def tokenize_examples(tokenizer: Tokenizer, rows: Iterable[LabelledDocument]) -> TokenExamples:
     """Question tokens then document tokens, and the index of every sentence's last token."""
-    from longscan.scanning.spscanner import tokenize_collection
+    from longscan.scanning.spscanner import question_tokens, tokenize_collection
 
     ids, ends, labels = [], [], []
     for question, document, row_labels in rows:
-        question_ids = tokenizer.encode(question, add_special_tokens=False).ids
+        question_ids = question_tokens(tokenizer, question)  # read as the scanner reads it
         collection = tokenize_collection(tokenizer, [document])
-        ids.append(np.concatenate([np.asarray(question_ids, np.int64), collection.ids]))
+        ids.append(np.concatenate([question_ids, collection.ids]))
         ends.append(len(question_ids) + collection.ends)
         labels.append(row_labels.astype(np.float32))
     if not ids:
@@ -174,7 +178,6 @@ def synthetic_rows(paths: Sequence[Path]) -> list[LabelledDocument]:
 
 def cached_examples(
     init: Path,
-    info: SPScannerInfo,
     datasets: Sequence[str],
     synthetic: Sequence[Path],
     seeds: Sequence[int],
@@ -259,7 +262,7 @@ def batch_loss(
     weight = torch.tensor((sentences - positives) / max(positives, 1.0), device=device)
     total = 0.0
     for ids, ends, labels in batch:
-        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bfloat16):
+        with torch.autocast(torch_device_type(device), dtype=torch.bfloat16, enabled=bfloat16):
             logits, _ = model(torch.from_numpy(ids)[None].to(device))
         picked = logits[0, torch.from_numpy(ends).to(device)].float()
         loss = (
