@@ -39,22 +39,16 @@ class AttentionRanker:
     """
 
     def __init__(self, lm: CausalLM, window_tokens: int | None = None) -> None:
-        from longscan.incontext.lm import DEFAULT_WINDOW_TOKENS
-
         self.lm = lm
-        self.window_tokens = min(window_tokens or DEFAULT_WINDOW_TOKENS, lm.max_tokens - 256)
+        self.window_tokens = lm.window_tokens(window_tokens, reserve=256)  # question, format
 
     def _groups(
         self, documents: Sequence[Document], passages: Sequence[Passage]
     ) -> list[list[int]]:
         """Consecutive passages whose text fits a window (a passage alone always does)."""
+        tag = 6  # "[DOC i] " and the blank line after the block
         sizes = [
-            len(
-                self.lm.tokenizer.encode(
-                    documents[p.doc_index].text[p.start : p.end], add_special_tokens=False
-                )
-            )
-            + 6
+            len(self.lm.encode(documents[p.doc_index].text[p.start : p.end])) + tag
             for p in passages
         ]
         groups: list[list[int]] = []
@@ -106,7 +100,7 @@ class AttentionRanker:
             tokens = torch.tensor([context], device=self.lm.device)
             self.lm.model(input_ids=tokens, past_key_values=cache, use_cache=True)
         question_mass, baseline_mass = (
-            self._attention_mass(copy.deepcopy(cache), self._ids(text), len(context))
+            self._attention_mass(copy.deepcopy(cache), self.lm.encode(text), len(context))
             for text in (tail, baseline)
         )
         mass = question_mass - baseline_mass
@@ -115,9 +109,6 @@ class AttentionRanker:
             inside = (starts >= block_start) & (ends <= block_end) & (ends > starts)
             scores[number] = float(mass[inside].sum())
         return scores
-
-    def _ids(self, text: str) -> list[int]:
-        return list(self.lm.tokenizer.encode(text, add_special_tokens=False))
 
     def scores(
         self, question: str, documents: Sequence[Document], passages: Sequence[Passage]

@@ -95,21 +95,16 @@ class CFIC:
         window_tokens: int | None = None,
         prefix_depth: int = 48,
     ) -> None:
-        from longscan.incontext.lm import DEFAULT_WINDOW_TOKENS
-
         self.lm = lm
         self.branches = branches
         self.skip_tokens = skip_tokens
         reserve = 512 + skip_tokens  # the question and the quote
-        self.window_tokens = min(window_tokens or DEFAULT_WINDOW_TOKENS, lm.max_tokens - reserve)
+        self.window_tokens = lm.window_tokens(window_tokens, reserve)
         self.prefix_depth = prefix_depth
         self._windows: dict[str, list[_Window]] = {}  # the last collection's, by content
         self.stop_ids = lm.stop_token_ids()
 
     # -- encoding -------------------------------------------------------------------------
-
-    def _ids(self, text: str) -> list[int]:
-        return list(self.lm.tokenizer.encode(text, add_special_tokens=False))
 
     def _forward(self, ids: Sequence[int], cache: Any) -> tuple[Any, Any]:
         """Logits ``(l, vocab)`` of ``ids`` read after ``cache`` (extended in place)."""
@@ -143,8 +138,8 @@ class CFIC:
         trie = SentenceTrie(self.prefix_depth)
         for index, (start, end) in enumerate(sentences.tolist()):
             text = document.text[start:end]
-            trie.add(self._ids(" " + text), index)
-            trie.add(self._ids(text), index)
+            trie.add(self.lm.encode(" " + text), index)
+            trie.add(self.lm.encode(text), index)
         return trie
 
     def windows(self, document: Document) -> list[_Window]:
@@ -158,7 +153,7 @@ class CFIC:
             windows = []
             for start, end, sentences in self._window_spans(document):
                 cache = DynamicCache()
-                _, cache = self._forward(head + self._ids(document.text[start:end]), cache)
+                _, cache = self._forward(head + self.lm.encode(document.text[start:end]), cache)
                 trie = self._trie(document, sentences)
                 windows.append(_Window(start, end, sentences, cache, trie))
             self._windows[key] = windows
@@ -223,7 +218,7 @@ class CFIC:
     def spans(self, question: str, documents: Sequence[Document]) -> list[Span]:
         """Evidence spans for ``question``, best first, overlapping ones merged."""
         found: list[Span] = []
-        tail = self._ids(PROMPT_TAIL.format(question=question))
+        tail = self.lm.encode(PROMPT_TAIL.format(question=question))
         kept = {d.content_hash for d in documents}
         self._windows = {k: w for k, w in self._windows.items() if k in kept}
         for doc_index, document in enumerate(documents):

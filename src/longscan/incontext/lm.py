@@ -48,6 +48,15 @@ class CausalLM:
         """The longest context the model was trained for."""
         return int(getattr(self.model.config, "max_position_embeddings", 2048))
 
+    def window_tokens(self, requested: int | None, reserve: int) -> int:
+        """Text tokens per window: ``requested`` (default :data:`DEFAULT_WINDOW_TOKENS`),
+        leaving ``reserve`` tokens of the model's context for what follows the text."""
+        return min(requested or DEFAULT_WINDOW_TOKENS, self.max_tokens - reserve)
+
+    def encode(self, text: str) -> list[int]:
+        """``text``'s token ids, with no special tokens (it continues a prompt)."""
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
     def stop_token_ids(self) -> list[int]:
         """Tokens that end a quote: the end-of-sequence token(s) and a bare newline (a base
         model ends a quoted line with one)."""
