@@ -62,6 +62,11 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ] \
     python -m pip install --quiet "$(compgen -G "$WHEELS/llama_cpp_python-0.3.36-*.whl" | head -1)"
   fi
   python -m pip install --quiet -c "$ROOT/scripts/constraints.txt" -e "$ROOT$EXTRAS"
+  if [[ "$EXTRAS" == *local-llm* ]]; then
+    # kvpress pins transformers<5.3 in its metadata; it runs on ours (see pyproject.toml)
+    python -m pip install --quiet --no-deps "kvpress==$(sed -n 's/^kvpress==//p' \
+      "$ROOT/scripts/constraints.txt")"
+  fi
   if [ "$TORCH_CHOICE" = cpu ] && python -m pip list 2>/dev/null | grep -qi nvidia; then
     echo "error: CUDA packages were installed beside the CPU build of torch;" \
       "set LONGSCAN_TORCH=cuda to use a GPU build instead" >&2

@@ -106,13 +106,17 @@ class CFIC:
 
     # -- encoding -------------------------------------------------------------------------
 
-    def _forward(self, ids: Sequence[int], cache: Any) -> tuple[Any, Any]:
-        """Logits ``(l, vocab)`` of ``ids`` read after ``cache`` (extended in place)."""
+    def _forward(self, ids: Sequence[int], cache: Any, keep: Any = 0) -> tuple[Any, Any]:
+        """Logits of ``ids`` read after ``cache`` (extended in place): ``(l, vocab)`` for every
+        token, or for the last ``keep`` tokens, or at the positions ``keep`` lists (a large
+        vocabulary's logits at every position cost more than the rest of the network)."""
         import torch
 
         tokens = torch.tensor([list(ids)], device=self.lm.device)
         with torch.inference_mode():
-            out = self.lm.model(input_ids=tokens, past_key_values=cache, use_cache=True)
+            out = self.lm.model(
+                input_ids=tokens, past_key_values=cache, use_cache=True, logits_to_keep=keep
+            )
         return out.logits[0].float(), out.past_key_values
 
     def _window_spans(self, document: Document) -> list[tuple[int, int, np.ndarray]]:
@@ -153,7 +157,8 @@ class CFIC:
             windows = []
             for start, end, sentences in self._window_spans(document):
                 cache = DynamicCache()
-                _, cache = self._forward(head + self.lm.encode(document.text[start:end]), cache)
+                ids = head + self.lm.encode(document.text[start:end])
+                _, cache = self._forward(ids, cache, keep=1)
                 trie = self._trie(document, sentences)
                 windows.append(_Window(start, end, sentences, cache, trie))
             self._windows[key] = windows
@@ -209,11 +214,10 @@ class CFIC:
         reachable = ends <= (encoding["offset_mapping"][len(ids) - 1][1] if ids else 0)
         if not reachable.any():
             return sentence
-        logits, _ = self._forward(ids, copy.deepcopy(cache))
-        stop = torch.softmax(logits, dim=-1)[:, self.stop_ids].sum(-1)  # (l,)
-        candidates = last_tokens[reachable]
-        best = int(np.argmax(stop[torch.as_tensor(candidates)].cpu().numpy()))
-        return sentence + best
+        candidates = torch.as_tensor(last_tokens[reachable], device=self.lm.device)
+        logits, _ = self._forward(ids, copy.deepcopy(cache), keep=candidates)
+        stop = torch.softmax(logits, dim=-1)[:, self.stop_ids].sum(-1)  # (candidates,)
+        return sentence + int(torch.argmax(stop))
 
     def spans(self, question: str, documents: Sequence[Document]) -> list[Span]:
         """Evidence spans for ``question``, best first, overlapping ones merged."""
@@ -224,7 +228,7 @@ class CFIC:
         for doc_index, document in enumerate(documents):
             for window in self.windows(document):
                 cache = copy.deepcopy(window.cache)
-                logits, cache = self._forward(tail, cache)
+                logits, cache = self._forward(tail, cache, keep=1)
                 for sentence, score, spaced in self._branches(logits[-1], cache, window.trie):
                     last = self._span_end(document, window, sentence, cache, spaced)
                     start, end = int(window.sentences[sentence, 0]), int(window.sentences[last, 1])

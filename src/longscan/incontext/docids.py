@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+import numpy as np
+
 from longscan.documents import Document
 
 
@@ -32,21 +34,21 @@ class Format(StrEnum):
 MAX_QUOTE_TOKENS = 30
 
 INSTRUCTIONS = {
-    Format.AO: "Answer the question using the documents above. Reply as:\nAnswer: <answer>",
-    Format.ID: (
-        "List the documents needed to answer the question, then answer it. Reply as:\n"
-        "Documents: [DOC i], [DOC j]\nAnswer: <answer>"
-    ),
+    Format.AO: "Answer the question in a few words, using the documents above.",
+    Format.ID: ("Name the documents needed to answer the question, then answer it in a few words."),
     Format.ID_C: (
-        "List the documents needed to answer the question, each with its relevant content "
-        "copied, then answer it. Reply as:\n[DOC i]: <copied content>\nAnswer: <answer>"
+        "Copy the sentences needed to answer the question, each after the tag of its "
+        "document, then answer it in a few words."
     ),
     Format.ID_Q: (
-        f"Quote the evidence (each quote at most {MAX_QUOTE_TOKENS} tokens, in double quotes), "
-        "then list the documents it comes from, then answer. Reply as:\n"
-        '"<quote>" [DOC i]\nDocuments: [DOC i]\nAnswer: <answer>'
+        f"Quote the evidence in double quotes (at most {MAX_QUOTE_TOKENS} tokens a quote), each "
+        "quote followed by the tag of its document, then answer the question in a few words."
     ),
 }
+CUES = {Format.AO: "Answer:", Format.ID: "Documents: [DOC", Format.ID_C: "[DOC", Format.ID_Q: '"'}
+"""How each reply begins: the prompt ends with it, so that a base model (which copies a
+described layout rather than following it) starts in the format; the reply is read as the cue
+followed by the model's continuation."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,14 @@ class Passage:
     doc_index: int
     start: int
     end: int
+
+
+def passages_of(doc_index: np.ndarray, spans: np.ndarray) -> list[Passage]:
+    """Passages from parallel arrays: each unit's document index and ``(start, end)``."""
+    return [
+        Passage(int(d), int(s), int(e))
+        for d, (s, e) in zip(doc_index.tolist(), spans.tolist(), strict=True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -71,7 +81,7 @@ class Prompt:
 def build_prompt(
     question: str, documents: Sequence[Document], passages: Sequence[Passage], fmt: Format
 ) -> Prompt:
-    """``[DOC 1] text`` blocks, then the question and the format's instruction."""
+    """``[DOC 1] text`` blocks, then the question, the format's instruction and its cue."""
     parts, blocks, length = [], [], 0
     for number, passage in enumerate(passages, start=1):
         tag = f"[DOC {number}] "
@@ -79,7 +89,7 @@ def build_prompt(
         blocks.append((length + len(tag), length + len(tag) + len(body)))
         parts.append(tag + body + "\n\n")
         length += len(parts[-1])
-    question_part = f"Question: {question}\n{INSTRUCTIONS[fmt]}\n"
+    question_part = f"Question: {question}\n{INSTRUCTIONS[fmt]}\n{CUES[fmt]}"
     text = "".join(parts) + question_part
     return Prompt(text, tuple(passages), tuple(blocks), length)
 
@@ -114,9 +124,22 @@ def parse_quotes(reply: str) -> list[str]:
 
 
 def parse_answer(reply: str) -> str:
-    """The text after the last ``Answer:``, else the whole reply, stripped."""
+    """The first line after the last ``Answer:``, else of the whole reply, stripped."""
     head, sep, tail = reply.rpartition("Answer:")
-    return (tail if sep else reply).strip()
+    return (tail if sep else reply).strip().split("\n", 1)[0].strip()
+
+
+_COPIED = re.compile(r"^\s*\[?DOC\s*(\d+)\]?\s*:?\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def parse_copied(reply: str, count: int) -> list[tuple[int, str]]:
+    """``(id, content)`` of each ``[DOC i]: content`` line of an ID+C reply, for the
+    ``count`` passages shown."""
+    return [
+        (int(m.group(1)), m.group(2))
+        for m in _COPIED.finditer(reply)
+        if 1 <= int(m.group(1)) <= count and not m.group(2).lower().startswith("answer")
+    ]
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,19 @@ class CausalLM:
         """``text``'s token ids, with no special tokens (it continues a prompt)."""
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
+    def chat_frame(self) -> tuple[str, str]:
+        """What a chat model's template puts before and after a user's message, up to the start
+        of its reply; ``("", "")`` for a model without a template (a base model reads the
+        prompt as it is)."""
+        if not self.tokenizer.chat_template:
+            return "", ""
+        marker = "\x00message\x00"
+        text = self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": marker}], add_generation_prompt=True, tokenize=False
+        )
+        before, _, after = str(text).partition(marker)
+        return before, after
+
     def stop_token_ids(self) -> list[int]:
         """Tokens that end a quote: the end-of-sequence token(s) and a bare newline (a base
         model ends a quoted line with one)."""

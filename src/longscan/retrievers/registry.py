@@ -5,8 +5,9 @@ A name is a registered name (``longscan retrievers`` lists them), or ``scanner:D
 ``longscan train`` (``scanner-rerank``: its best sentences re-scored by the cross-encoder),
 ``spscanner:DIR`` / ``spscanner-sliding:DIR`` for the paper's token-level scanner (a
 checkpoint converted by ``longscan spscanner-convert``; it has no default), ``cfic`` /
-``cfic:MODEL`` for chunking-free in-context retrieval on a causal LM, ``attention-chunk`` /
-``attention-chunk:MODEL`` for chunks ranked by its attention, or
+``cfic:MODEL`` for chunking-free in-context retrieval on a causal LM, ``icr-attention`` /
+``icr-attention:MODEL`` for chunks ranked by its attention, ``icr-id`` / ``icr-id-c`` /
+``icr-id-q`` (``:MODEL``) for the chunks it cites in the paper's ``[DOC i]`` formats, or
 ``dense-sentence:MODEL`` / ``dense-chunk:MODEL`` / ``hybrid-sentence:MODEL`` /
 ``hybrid-chunk:MODEL`` for the baselines on any sentence-transformers model (a name in the
 local Hugging Face cache, or a folder), loaded offline from safetensors.
@@ -15,13 +16,18 @@ local Hugging Face cache, or a folder), loaded offline from safetensors.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from longscan.retrievers.base import Retriever
 from longscan.retrievers.bm25 import BM25Retriever
 from longscan.retrievers.dense import DenseRetriever
 from longscan.retrievers.hybrid import HybridRetriever
 from longscan.retrievers.simple import RandomRetriever
+
+if TYPE_CHECKING:
+    from longscan.incontext.reader import InContextReader
 
 _FACTORIES: dict[str, Callable[[], Retriever]] = {
     "bm25-sentence": lambda: BM25Retriever("sentence"),
@@ -88,11 +94,34 @@ def _attention(model: str | None) -> Retriever:
     return AttentionRetriever(AttentionRanker(load_causal_lm(model or DEFAULT_MODEL)))
 
 
+@cache
+def in_context_reader(model: str | None) -> InContextReader:
+    """One reader per model, shared by the ``[DOC i]`` formats (and by benchmarks that score
+    their answers), so the passages are read once for all of them."""
+    from longscan.incontext.lm import DEFAULT_MODEL, load_causal_lm
+    from longscan.incontext.reader import InContextReader
+
+    return InContextReader(load_causal_lm(model or DEFAULT_MODEL))
+
+
+def _citations(fmt: str) -> Callable[[str | None], Retriever]:
+    def build(model: str | None) -> Retriever:
+        from longscan.incontext.docids import Format
+        from longscan.retrievers.docids import CitationRetriever
+
+        return CitationRetriever(in_context_reader(model), Format(fmt))
+
+    return build
+
+
 # retriever name → how it is built on a causal LM (``NAME`` or ``NAME:MODEL``); an LM in
-# process per retriever, so none of them is in ``available()``'s quick list
+# process, so none of them is in ``available()``'s quick list
 LM_KINDS: dict[str, Callable[[str | None], Retriever]] = {
     "cfic": _cfic,
-    "attention-chunk": _attention,
+    "icr-attention": _attention,
+    "icr-id": _citations("ID"),
+    "icr-id-c": _citations("ID+C"),
+    "icr-id-q": _citations("ID+Q"),
 }
 
 

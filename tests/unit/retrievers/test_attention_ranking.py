@@ -11,7 +11,7 @@ from longscan.retrievers.registry import get_retriever
 def test_attention_ranks_the_block_holding_the_questions_words_first(data_dir: Path) -> None:
     from longscan.bench.builders import build_squad_long
 
-    retriever = get_retriever("attention-chunk")
+    retriever = get_retriever("icr-attention")
     (item,) = build_squad_long("dev", 1200, max_items=1, seed=0, data_dir=data_dir)
     (document,) = item.documents
     units = Units.of([document], "chunk")

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from longscan.documents import Document
 from longscan.incontext.cfic import CFIC, SentenceTrie, Span, merge_spans
@@ -104,3 +106,28 @@ def test_a_damaged_dequantised_model_is_not_trusted(tmp_path: Path) -> None:
     assert intact(tmp_path)
     (tmp_path / WEIGHTS).write_bytes(b"weights" * 999)  # truncated
     assert not intact(tmp_path)
+
+
+_CLAUSES = ["The cat sat on the mat", "The cat sat on the hat", "A ship left at dawn",
+            "A ship left at dusk", "Rain fell", "Oak is hard"]  # fmt: skip
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    picks=st.lists(st.integers(0, len(_CLAUSES) - 1), min_size=2, max_size=9),
+    question=st.sampled_from(["Where did the cat sit?", "When did the ship leave?", "What fell?"]),
+)
+def test_constrained_decoding_quotes_only_whole_sentences_of_the_text(
+    cfic: CFIC, picks: list[int], question: str
+) -> None:
+    # repeated sentences and sentences sharing long prefixes are the hard cases for the trie
+    text = " ".join(f"{_CLAUSES[i]}." for i in picks)
+    document = Document("random.txt", text)
+    starts, ends = set(document.sentences[:, 0].tolist()), set(document.sentences[:, 1].tolist())
+    spans = cfic.spans(question, [document])
+    assert spans
+    for span in spans:
+        assert span.start in starts and span.end in ends and span.start < span.end
+        assert text[span.start : span.end].endswith(".")  # skip decoding stops at an end

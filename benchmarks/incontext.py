@@ -1,0 +1,334 @@
+"""In-context retrieval on a local causal LM (issue 24), three measurements:
+
+* ``formats``: evidence access (word-budgeted hit/SR/FR, docSR/docFR, sentence nDCG@10) of the
+  ``[DOC i]`` formats, attention ranking and CFIC beside the scanner and the baselines, and
+  SubEM of the answers the same model gives: in its own format's reply, over the whole
+  context (AO), and over each retriever's first 300 words of evidence (AO);
+* ``kv``: KV-cache compression: the answer over the whole context (AO, question-aware: the
+  question is read with the passages, so SnapKV's window holds it) against each press at
+  three ratios, with SubEM and the gold answer's mean log-probability per token. One prefill
+  per item serves every press (``compression.compress``, equal to pressing during it);
+* ``rag``: the paper's RAG baseline, 2048-token chunks ranked through the retrievers and
+  filled up to token budgets, answered by the same model, against the whole context;
+* ``cfic-speed``: CFIC's constrained and skip decoding against free generation of the same
+  evidence by the same model from the same cache, and the cost of a second question.
+
+python benchmarks/incontext.py formats --out runs/incontext
+python benchmarks/incontext.py kv --out runs/incontext
+python benchmarks/incontext.py rag --out runs/incontext
+python benchmarks/incontext.py cfic-speed --out runs/incontext
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from longscan.bench.builders import build_benchmark
+from longscan.bench.items import QAItem
+from longscan.documents import Evidence
+from longscan.evaluation.answers import sub_em
+from longscan.evaluation.budgets import budget_evidence
+from longscan.evaluation.evaluator import evaluate
+from longscan.incontext.docids import CUES, Format, Passage, build_prompt, passages_of
+from longscan.progress import track
+from longscan.retrievers import get_retriever
+from longscan.retrievers.base import Units
+
+app = typer.Typer(add_completion=False, help=__doc__)
+
+Out = Annotated[Path, typer.Option(help="where the JSON results go")]
+Items = Annotated[int, typer.Option(help="questions per benchmark")]
+Words = Annotated[int, typer.Option(help="words per built document")]
+ANSWER_TOKENS = 24
+
+
+def _items(name: str, words: int, count: int) -> list[QAItem]:
+    return build_benchmark(name, "dev", words, max_items=count, seed=0)
+
+
+def _passages(item: QAItem) -> list[Passage]:
+    """The 300-word chunks the citation retrievers show, as passages."""
+    units = Units.of(item.documents, "chunk")
+    return passages_of(units.doc_index, units.spans)
+
+
+def _answer(lm, prompt_text: str) -> str:
+    """The model's answer (AO) to a prompt that ends with the AO cue."""
+    from longscan.incontext.decoding import greedy, read
+    from longscan.incontext.docids import parse_answer
+    from longscan.incontext.reader import finished
+
+    ids = lm.tokenizer.encode(prompt_text)
+    reading = read(lm, ids[:-1])
+    text = greedy(lm, reading, ids[-1:], ANSWER_TOKENS, lambda t: finished("Answer:" + t))
+    return parse_answer("Answer:" + text)
+
+
+def _evidence_prompt(item: QAItem, evidence: Sequence[Evidence], budget: int) -> str:
+    """An AO prompt over the first ``budget`` words of evidence, each piece a ``[DOC i]``."""
+    ids = {d.id: i for i, d in enumerate(item.documents)}
+    chosen = budget_evidence(evidence, budget)
+    passages = [Passage(ids[e.doc_id], e.start, e.end) for e in chosen]
+    return build_prompt(item.query, item.documents, passages, Format.AO).text
+
+
+@app.command()
+def formats(
+    out: Out = Path("runs/incontext"),
+    benchmarks: str = "squad-long,hotpotqa-collection,musique-collection",
+    items: Items = 10,
+    words: Words = 800,
+    rag_words: int = 300,
+) -> None:
+    """Evidence access and SubEM of the in-context systems beside the scanner."""
+    from longscan.retrievers.registry import in_context_reader
+
+    reader = in_context_reader(None)
+    lm = reader.lm
+    names = ["icr-id", "icr-id-c", "icr-id-q", "icr-attention", "cfic"]
+    names += ["scanner", "bm25-sentence", "bm25-chunk", "hybrid-sentence"]
+    results: dict = {}
+    for benchmark in benchmarks.split(","):
+        chosen = _items(benchmark, words, items)
+        answers: dict[str, list[float]] = {}
+        replies: dict[str, list[str]] = {}
+        seconds: dict[str, float] = {}
+        for item in track(chosen, f"{benchmark}: [DOC i] replies"):
+            passages = _passages(item)
+            for fmt in Format:
+                started = time.perf_counter()
+                reply = reader.reply(item.query, item.documents, passages, fmt)
+                seconds[fmt] = seconds.get(fmt, 0.0) + time.perf_counter() - started
+                answers.setdefault(f"{fmt} (own reply)", []).append(
+                    sub_em(reply.answer, item.answers)
+                )
+                replies.setdefault(fmt, []).append(reply.text)
+        access = {}
+        for name in names:
+            result = evaluate(get_retriever(name), chosen, budgets=(100, 300, 1000))
+            access[name] = {
+                "summary": result.overall,
+                "seconds_per_item": float(np.mean([r.seconds for r in result.records])),
+            }
+            if name in ("icr-id", "icr-id-c", "icr-id-q", "icr-attention"):
+                continue  # answered in their own reply, or (attention) ranking only
+            for item in track(chosen, f"{benchmark}: AO over {name}'s {rag_words} words"):
+                evidence = get_retriever(name).retrieve(item.query, item.documents)
+                answer = _answer(lm, _evidence_prompt(item, evidence, rag_words))
+                answers.setdefault(f"AO over {name}@{rag_words}", []).append(
+                    sub_em(answer, item.answers)
+                )
+        results[benchmark] = {
+            "items": len(chosen),
+            "words": words,
+            "access": access,
+            "subem": {k: float(np.mean(v)) for k, v in answers.items()},
+            "format_seconds_per_item": {str(k): v / len(chosen) for k, v in seconds.items()},
+            "replies": {str(k): v for k, v in replies.items()},
+        }
+        _write(out / "formats.json", results)
+        typer.echo(json.dumps(results[benchmark]["subem"], indent=1))
+
+
+def _scanner_priorities(lm, item: QAItem, prompt, offsets: np.ndarray) -> np.ndarray:
+    """Token priorities for scanner-guided eviction: each sentence's scanner score, the text
+    outside the passages always kept."""
+    from longscan.incontext.compression import token_priorities
+
+    evidence = get_retriever("scanner").retrieve(item.query, item.documents, top_k=None)
+    ids = {d.id: i for i, d in enumerate(item.documents)}
+    spans = []
+    for e in evidence:
+        number = ids[e.doc_id]  # one passage per document, shown in order
+        block_start = prompt.blocks[number][0] - prompt.passages[number].start
+        spans.append((block_start + e.start, block_start + e.end, e.score))
+    inside = np.zeros(len(offsets), dtype=bool)
+    for start, end in prompt.blocks:
+        inside |= (offsets[:, 0] >= start) & (offsets[:, 1] <= end) & (offsets[:, 1] > start)
+    return token_priorities(offsets, spans, ~inside)
+
+
+@app.command()
+def kv(
+    out: Out = Path("runs/incontext"),
+    benchmark: str = "hotpotqa-collection",
+    items: Items = 20,
+    words: Words = 1000,
+    ratios: str = "0.25,0.5,0.75",
+) -> None:
+    """The answer over the whole context against each press at each ratio."""
+    from longscan.incontext.compression import PRESS_NAMES, compress, make_press
+    from longscan.incontext.decoding import continuation_logprob, greedy, read
+    from longscan.incontext.docids import parse_answer
+    from longscan.incontext.hooks import cached_positions
+    from longscan.incontext.lm import load_causal_lm
+    from longscan.incontext.reader import finished
+
+    lm = load_causal_lm()
+    cue = lm.encode(CUES[Format.AO])
+    rows: dict[str, dict[str, list[float]]] = {}
+    for item in track(_items(benchmark, words, items), f"{benchmark}: presses"):
+        passages = [Passage(i, 0, len(d.text)) for i, d in enumerate(item.documents)]
+        prompt = build_prompt(item.query, item.documents, passages, Format.AO)
+        context = prompt.text[: -len(CUES[Format.AO])]
+        encoding = lm.tokenizer(context, return_offsets_mapping=True)
+        ids, offsets = encoding["input_ids"], np.asarray(encoding["offset_mapping"])
+        full = read(lm, ids, keep_prefill_inputs=True)
+        conditions = {"full context": full}
+        for name in PRESS_NAMES:
+            for ratio in (float(r) for r in ratios.split(",")):
+                press = make_press(name, ratio)
+                if name == "scanner":
+                    press.prioritise(_scanner_priorities(lm, item, prompt, offsets))
+                conditions[f"{name}@{ratio}"] = compress(full, press, lm.model)
+        for label, reading in conditions.items():
+            kept = cached_positions(reading.cache, lm.model)[0] / len(ids)
+            text = greedy(lm, reading.fork(), cue, ANSWER_TOKENS, lambda t: finished("Answer:" + t))
+            answer = parse_answer("Answer:" + text)
+            logprob = continuation_logprob(lm, reading.fork(), cue, " " + item.answers[0])
+            row = rows.setdefault(label, {"subem": [], "logprob": [], "kept": []})
+            row["subem"].append(sub_em(answer, item.answers))
+            row["logprob"].append(logprob)
+            row["kept"].append(kept)
+    summary = {label: {k: float(np.mean(v)) for k, v in row.items()} for label, row in rows.items()}
+    _write(out / "kv.json", {"benchmark": benchmark, "items": items, "words": words,
+                             "summary": summary, "rows": rows})  # fmt: skip
+    typer.echo(json.dumps(summary, indent=1))
+
+
+def _token_chunks(lm, item: QAItem, chunk_tokens: int) -> list[Passage]:
+    """Each document cut at sentence ends into pieces of at most ``chunk_tokens`` tokens (a
+    longer sentence is a piece of its own)."""
+    chunks = []
+    for index, document in enumerate(item.documents):
+        encoding = lm.tokenizer(document.text, add_special_tokens=False,
+                                return_offsets_mapping=True)  # fmt: skip
+        starts = np.asarray([a for a, _ in encoding["offset_mapping"]])
+        ends = np.searchsorted(starts, document.sentences[:, 1], side="left")
+        first, begin = 0, 0
+        for last in range(len(ends)):
+            if last > first and ends[last] - begin > chunk_tokens:
+                chunks.append(Passage(index, int(document.sentences[first, 0]),
+                                      int(document.sentences[last - 1, 1])))  # fmt: skip
+                first, begin = last, int(ends[last - 1])
+        chunks.append(Passage(index, int(document.sentences[first, 0]),
+                              int(document.sentences[-1, 1])))  # fmt: skip
+    return chunks
+
+
+@app.command()
+def rag(
+    out: Out = Path("runs/incontext"),
+    benchmark: str = "hotpotqa-long",
+    items: Items = 8,
+    words: Words = 4000,
+    chunk_tokens: int = 2048,
+    budgets: str = "2048,4096",
+    retrievers: str = "scanner,bm25-sentence",
+) -> None:
+    """The paper's RAG baseline: 2048-token chunks ranked by a retriever (a chunk scores its
+    best unit), the best filling a token budget in reading order, answered (AO) by the same
+    model; against the whole context."""
+    from longscan.incontext.decoding import continuation_logprob, read
+    from longscan.incontext.lm import load_causal_lm
+
+    lm = load_causal_lm()
+    rows: dict[str, dict[str, list[float]]] = {}
+
+    def score(label: str, item: QAItem, passages: list[Passage]) -> None:
+        prompt = build_prompt(item.query, item.documents, passages, Format.AO).text
+        ids = lm.tokenizer.encode(prompt)
+        answer = _answer(lm, prompt)
+        logprob = continuation_logprob(lm, read(lm, ids[:-1]), ids[-1:], " " + item.answers[0])
+        row = rows.setdefault(label, {"subem": [], "logprob": [], "tokens": []})
+        row["subem"].append(sub_em(answer, item.answers))
+        row["logprob"].append(logprob)
+        row["tokens"].append(len(ids))
+
+    for item in track(_items(benchmark, words, items), f"{benchmark}: chunked RAG"):
+        chunks = _token_chunks(lm, item, chunk_tokens)
+        score("full context", item, [Passage(i, 0, len(d.text)) for i, d in
+                                     enumerate(item.documents)])  # fmt: skip
+        sizes = [len(lm.encode(item.documents[c.doc_index].text[c.start : c.end]))
+                 for c in chunks]  # fmt: skip
+        for name in retrievers.split(","):
+            evidence = get_retriever(name).retrieve(item.query, item.documents, top_k=None)
+            best = np.full(len(chunks), -np.inf)
+            ids = {d.id: i for i, d in enumerate(item.documents)}
+            for e in evidence:
+                for k, c in enumerate(chunks):
+                    if c.doc_index == ids[e.doc_id] and c.start <= e.start < c.end:
+                        best[k] = max(best[k], e.score)
+            for budget in (int(b) for b in budgets.split(",")):
+                chosen, used = [], 0
+                for k in np.argsort(-best, kind="stable"):
+                    if used + sizes[k] <= budget:
+                        chosen.append(int(k))
+                        used += sizes[k]
+                score(f"{name} chunks @{budget} tokens", item, [chunks[k] for k in sorted(chosen)])
+    summary = {label: {k: float(np.mean(v)) for k, v in row.items()} for label, row in rows.items()}
+    _write(out / "rag.json", {"benchmark": benchmark, "items": items, "words": words,
+                              "summary": summary, "rows": rows})  # fmt: skip
+    typer.echo(json.dumps(summary, indent=1))
+
+
+@app.command("cfic-speed")
+def cfic_speed(
+    out: Out = Path("runs/incontext"),
+    items: Items = 8,
+    words: Words = 800,
+) -> None:
+    """CFIC's decoding against free generation of the same evidence from the same cache."""
+    from longscan.incontext.cfic import CFIC, PROMPT_TAIL
+    from longscan.incontext.decoding import Reading, greedy
+    from longscan.incontext.lm import load_causal_lm
+
+    lm = load_causal_lm()
+    cfic = CFIC(lm)
+    rows = []
+    chosen = _items("squad-long", words, items * 2)
+    pairs = [(a, b) for a, b in zip(chosen[::2], chosen[1::2], strict=False)
+             if a.documents[0].text == b.documents[0].text]  # fmt: skip
+    for first, second in track(pairs[:items], "cfic against free generation"):
+        (document,) = first.documents
+        started = time.perf_counter()
+        (window,) = cfic.windows(document)
+        prefill = time.perf_counter() - started
+        started = time.perf_counter()
+        spans = cfic.spans(first.query, [document])
+        constrained = time.perf_counter() - started
+        started = time.perf_counter()
+        cfic.spans(second.query, [document])
+        again = time.perf_counter() - started
+        tokens = sum(len(lm.encode(document.text[s.start : s.end])) for s in spans)
+        tail = lm.encode(PROMPT_TAIL.format(question=first.query))
+        started = time.perf_counter()
+        for span in spans:  # the same evidence, one token at a time
+            reading = Reading(window.cache, 0).fork()
+            reading.length = int(window.cache.get_seq_length())
+            size = len(lm.encode(document.text[span.start : span.end]))
+            greedy(lm, reading, tail, size, stop_at_eos=False)
+        free = time.perf_counter() - started
+        rows.append({"prefill_s": prefill, "cfic_s": constrained, "second_question_s": again,
+                     "free_s": free, "evidence_tokens": tokens, "spans": len(spans)})  # fmt: skip
+    summary = {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
+    summary["speed-up"] = float(np.sum([r["free_s"] for r in rows]) /
+                                np.sum([r["cfic_s"] for r in rows]))  # fmt: skip
+    _write(out / "cfic-speed.json", {"summary": summary, "rows": rows})
+    typer.echo(json.dumps(summary, indent=1))
+
+
+def _write(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    app()
