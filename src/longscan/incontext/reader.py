@@ -103,6 +103,7 @@ class InContextReader:
         Raises:
             ValueError: the prompt does not fit the window.
         """
+        question = question.strip()  # as retrievers read it, so they share the reply
         prompt = build_prompt(question, documents, passages, fmt)
         before, after = self.lm.chat_frame()  # a chat model replies after its template's turn
         head = before + prompt.text[: prompt.question_start]
