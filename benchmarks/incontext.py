@@ -36,10 +36,12 @@ from longscan.documents import Evidence
 from longscan.evaluation.answers import sub_em
 from longscan.evaluation.budgets import budget_evidence
 from longscan.evaluation.evaluator import evaluate
-from longscan.incontext.docids import CUES, Format, Passage, build_prompt, passages_of
+from longscan.incontext.decoding import Reading, continuation_logprob, greedy, read
+from longscan.incontext.docids import CUES, Format, Passage, build_prompt, parse_answer
+from longscan.incontext.reader import finished
 from longscan.progress import track
 from longscan.retrievers import get_retriever
-from longscan.retrievers.base import Units
+from longscan.retrievers.docids import chunk_passages
 
 app = typer.Typer(add_completion=False, help=__doc__)
 
@@ -53,22 +55,18 @@ def _items(name: str, words: int, count: int) -> list[QAItem]:
     return build_benchmark(name, "dev", words, max_items=count, seed=0)
 
 
-def _passages(item: QAItem) -> list[Passage]:
-    """The 300-word chunks the citation retrievers show, as passages."""
-    units = Units.of(item.documents, "chunk")
-    return passages_of(units.doc_index, units.spans)
+def _answer_after(lm, reading: Reading, prompt: Sequence[int]) -> str:
+    """The model's answer line after ``prompt``, which ends with the AO cue (read after
+    ``reading``, which it extends)."""
+    cue = CUES[Format.AO]
+    return parse_answer(cue + greedy(lm, reading, prompt, ANSWER_TOKENS,
+                                     lambda text: finished(cue + text)))  # fmt: skip
 
 
 def _answer(lm, prompt_text: str) -> str:
     """The model's answer (AO) to a prompt that ends with the AO cue."""
-    from longscan.incontext.decoding import greedy, read
-    from longscan.incontext.docids import parse_answer
-    from longscan.incontext.reader import finished
-
     ids = lm.tokenizer.encode(prompt_text)
-    reading = read(lm, ids[:-1])
-    text = greedy(lm, reading, ids[-1:], ANSWER_TOKENS, lambda t: finished("Answer:" + t))
-    return parse_answer("Answer:" + text)
+    return _answer_after(lm, read(lm, ids[:-1]), ids[-1:])
 
 
 def _evidence_prompt(item: QAItem, evidence: Sequence[Evidence], budget: int) -> str:
@@ -101,7 +99,7 @@ def formats(
         replies: dict[str, list[str]] = {}
         seconds: dict[str, float] = {}
         for item in track(chosen, f"{benchmark}: [DOC i] replies"):
-            passages = _passages(item)
+            passages = chunk_passages(item.documents)
             for fmt in Format:
                 started = time.perf_counter()
                 reply = reader.reply(item.query, item.documents, passages, fmt)
@@ -165,11 +163,8 @@ def kv(
 ) -> None:
     """The answer over the whole context against each press at each ratio."""
     from longscan.incontext.compression import PRESS_NAMES, compress, make_press
-    from longscan.incontext.decoding import continuation_logprob, greedy, read
-    from longscan.incontext.docids import parse_answer
     from longscan.incontext.hooks import cached_positions
     from longscan.incontext.lm import load_causal_lm
-    from longscan.incontext.reader import finished
 
     lm = load_causal_lm()
     cue = lm.encode(CUES[Format.AO])
@@ -190,9 +185,8 @@ def kv(
                 conditions[f"{name}@{ratio}"] = compress(full, press, lm.model)
         for label, reading in conditions.items():
             kept = cached_positions(reading.cache, lm.model)[0] / len(ids)
-            text = greedy(lm, reading.fork(), cue, ANSWER_TOKENS, lambda t: finished("Answer:" + t))
-            answer = parse_answer("Answer:" + text)
-            logprob = continuation_logprob(lm, reading.fork(), cue, " " + item.answers[0])
+            answer = _answer_after(lm, reading.fork(), cue)
+            logprob = continuation_logprob(lm, reading, cue, " " + item.answers[0])
             row = rows.setdefault(label, {"subem": [], "logprob": [], "kept": []})
             row["subem"].append(sub_em(answer, item.answers))
             row["logprob"].append(logprob)
@@ -236,7 +230,6 @@ def rag(
     """The paper's RAG baseline: 2048-token chunks ranked by a retriever (a chunk scores its
     best unit), the best filling a token budget in reading order, answered (AO) by the same
     model; against the whole context."""
-    from longscan.incontext.decoding import continuation_logprob, read
     from longscan.incontext.lm import load_causal_lm
 
     lm = load_causal_lm()
@@ -245,8 +238,9 @@ def rag(
     def score(label: str, item: QAItem, passages: list[Passage]) -> None:
         prompt = build_prompt(item.query, item.documents, passages, Format.AO).text
         ids = lm.tokenizer.encode(prompt)
-        answer = _answer(lm, prompt)
-        logprob = continuation_logprob(lm, read(lm, ids[:-1]), ids[-1:], " " + item.answers[0])
+        reading = read(lm, ids[:-1])  # once, for the answer and the gold answer's score
+        answer = _answer_after(lm, reading.fork(), ids[-1:])
+        logprob = continuation_logprob(lm, reading, ids[-1:], " " + item.answers[0])
         row = rows.setdefault(label, {"subem": [], "logprob": [], "tokens": []})
         row["subem"].append(sub_em(answer, item.answers))
         row["logprob"].append(logprob)

@@ -106,8 +106,7 @@ def greedy(
     """The greedy continuation of ``prompt`` (read after ``reading``, which it extends), up
     to an end-of-sequence token (unless ``stop_at_eos`` is false), ``max_new_tokens``, or
     ``finished(text so far)``."""
-    eos = lm.tokenizer.eos_token_id
-    stops = set(eos if isinstance(eos, list) else [eos]) - {None} if stop_at_eos else set()
+    stops = lm.eos_token_ids() if stop_at_eos else set()
     log_probs = continue_reading(lm, reading, prompt)
     out: list[int] = []
     text = ""

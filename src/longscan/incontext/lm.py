@@ -70,14 +70,16 @@ class CausalLM:
         before, _, after = str(text).partition(marker)
         return before, after
 
+    def eos_token_ids(self) -> set[int]:
+        """The end-of-sequence token(s)."""
+        eos = self.tokenizer.eos_token_id
+        return set() if eos is None else set(eos if isinstance(eos, list) else [eos])
+
     def stop_token_ids(self) -> list[int]:
         """Tokens that end a quote: the end-of-sequence token(s) and a bare newline (a base
         model ends a quoted line with one)."""
-        ids = set()
-        eos = self.tokenizer.eos_token_id
-        if eos is not None:
-            ids.update(eos if isinstance(eos, list) else [eos])
-        newline = self.tokenizer.encode("\n", add_special_tokens=False)
+        ids = self.eos_token_ids()
+        newline = self.encode("\n")
         if len(newline) == 1:
             ids.add(newline[0])
         return sorted(ids)

@@ -104,6 +104,11 @@ class InContextReader:
             ValueError: the prompt does not fit the window.
         """
         question = question.strip()  # as retrievers read it, so they share the reply
+        collection = (tuple(d.content_hash for d in documents), tuple(passages))
+        key = (collection, question, fmt)
+        if key in self._replies:
+            self._replies.move_to_end(key)
+            return self._replies[key]
         prompt = build_prompt(question, documents, passages, fmt)
         before, after = self.lm.chat_frame()  # a chat model replies after its template's turn
         head = before + prompt.text[: prompt.question_start]
@@ -117,21 +122,16 @@ class InContextReader:
                 f"{self.lm.name} reads {self.window_tokens:,} here: ask over fewer or "
                 "shorter documents, or name a model with a longer window"
             )
-        collection = (tuple(d.content_hash for d in documents), tuple(passages))
-        key = (collection, question, fmt)
-        if key in self._replies:
-            self._replies.move_to_end(key)
-        else:
-            text = CUES[fmt] + greedy(
-                self.lm,
-                self._passages_read(collection, head_ids).fork(),
-                tail_ids,
-                MAX_NEW_TOKENS[fmt],
-                lambda continuation: finished(CUES[fmt] + continuation),
-            )
-            self._replies[key] = self._parse(_trimmed(text), fmt, documents, passages)
-            if len(self._replies) > KEPT_REPLIES:
-                self._replies.popitem(last=False)
+        text = CUES[fmt] + greedy(
+            self.lm,
+            self._passages_read(collection, head_ids).fork(),
+            tail_ids,
+            MAX_NEW_TOKENS[fmt],
+            lambda continuation: finished(CUES[fmt] + continuation),
+        )
+        self._replies[key] = self._parse(_trimmed(text), fmt, documents, passages)
+        if len(self._replies) > KEPT_REPLIES:
+            self._replies.popitem(last=False)
         return self._replies[key]
 
     @staticmethod

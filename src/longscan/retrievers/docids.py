@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from longscan.documents import Document, Evidence
-from longscan.incontext.docids import Format, passages_of
+from longscan.incontext.docids import Format, Passage, passages_of
 from longscan.incontext.reader import InContextReader, Reply
 from longscan.retrievers.base import Retriever, Units, validate_request
 
@@ -69,6 +69,12 @@ class CitationRetriever(Retriever):
             if (e.doc_id, e.unit) not in quoted
         ]
         return (found + chunks)[:top_k]
+
+
+def chunk_passages(documents: Sequence[Document]) -> list[Passage]:
+    """The 300-word chunks a citation retriever shows the model, as passages."""
+    units = Units.of(documents, CitationRetriever.unit)
+    return passages_of(units.doc_index, units.spans)
 
 
 def _cited_scores(cited: Sequence[int], count: int) -> np.ndarray:

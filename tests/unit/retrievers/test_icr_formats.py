@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 from longscan.bench.items import QAItem
-from longscan.documents import Document
-from longscan.incontext.docids import CUES, Format, Passage, passages_of
+from longscan.incontext.docids import CUES, Format
 from longscan.incontext.reader import InContextReader, finished
-from longscan.retrievers.base import Units
+from longscan.retrievers.docids import chunk_passages
 
 
 @pytest.fixture(scope="module")
@@ -28,11 +27,6 @@ def item(data_dir: Path) -> QAItem:
     return build_benchmark("hotpotqa-collection", "dev", 300, 1, 0, data_dir)[0]
 
 
-def _passages(documents: list[Document]) -> list[Passage]:
-    units = Units.of(documents, "chunk")
-    return passages_of(units.doc_index, units.spans)
-
-
 def _inside_a_passage(documents, passages, doc_index: int, start: int, end: int) -> bool:
     return any(p.doc_index == doc_index and p.start <= start < end <= p.end for p in passages)
 
@@ -40,7 +34,7 @@ def _inside_a_passage(documents, passages, doc_index: int, start: int, end: int)
 def test_real_replies_in_every_format_parse_to_shown_passages_and_exact_text(
     reader: InContextReader, item: QAItem
 ) -> None:
-    passages = _passages(item.documents)
+    passages = chunk_passages(item.documents)
     for fmt in Format:
         reply = reader.reply(item.query, item.documents, passages, fmt)
         assert reply.text.startswith(CUES[fmt]) and len(reply.text) > len(CUES[fmt])
@@ -68,7 +62,7 @@ def test_real_replies_in_every_format_parse_to_shown_passages_and_exact_text(
 def test_malformed_replies_are_read_without_error_and_name_only_shown_passages(
     item: QAItem, text: str
 ) -> None:
-    passages = _passages(item.documents)
+    passages = chunk_passages(item.documents)
     for fmt in Format:
         reply = InContextReader._parse(text, fmt, item.documents, passages)
         assert all(0 <= index < len(passages) for index in reply.cited)
@@ -94,7 +88,7 @@ def test_citation_retrievers_return_exact_cited_text_from_the_shared_reply(
     for name, fmt in (("icr-id", Format.ID), ("icr-id-q", Format.ID_Q)):
         retriever = get_retriever(name)
         evidence = retriever.retrieve(item.query, item.documents)
-        reply = reader.reply(item.query, item.documents, _passages(item.documents), fmt)
+        reply = reader.reply(item.query, item.documents, chunk_passages(item.documents), fmt)
         assert len(evidence) <= len(reply.cited) + len(reply.found)
         by_id = {d.id: d for d in item.documents}
         for hit in evidence:
