@@ -9,7 +9,8 @@ below (and ``budgets``) say *how*. Three levels exist, and their families never 
 * sentence (cutoff in ranked sentences, computed by ir-measures): ``R@k``, ``P@k``,
   ``nDCG@k``;
 * document (cutoff in ranked documents, EMB-S definitions): ``docSR@K``, ``docR@K``,
-  ``docFR@K``.
+  ``docFR@K``; and ``docNDCG@K``, the in-context retrieval paper's score of a document
+  ranking (computed by ir-measures).
 
 Recall and success are different things: ``R@k`` is the fraction of gold sentences in the top
 k, while ``hit@B`` and ``docFR@K`` are success-style 0/1 scores per query.
@@ -56,6 +57,7 @@ FAMILIES: dict[str, Family] = {
         Family("docSR", "document", "fraction of gold documents among the top K documents"),
         Family("docR", "document", "single-source queries: the gold document is in the top K"),
         Family("docFR", "document", "multi-source queries: every gold document is in the top K"),
+        Family("docNDCG", "document", "normalised DCG of the top K documents"),
     )
 }
 
@@ -111,10 +113,11 @@ def default_measures(
     budgets: Sequence[int], ks: Sequence[int] = DEFAULT_KS, doc_ks: Sequence[int] = DEFAULT_DOC_KS
 ) -> list[Measure]:
     """Every family at its cutoffs: budget families at ``budgets`` words, sentence families at
-    ``ks`` sentences, ``docSR``/``docFR`` at ``doc_ks`` documents, and ``docR@1``."""
+    ``ks`` sentences, ``docSR``/``docFR``/``docNDCG`` at ``doc_ks`` documents, and ``docR@1``."""
     names = [f"{family}@{b}" for family in ("hit", "SR", "FR", "ahit") for b in budgets]
     names += [f"{family}@{k}" for family in ("R", "P", "nDCG") for k in ks]
     names += [f"docSR@{k}" for k in doc_ks] + ["docR@1"] + [f"docFR@{k}" for k in doc_ks]
+    names += [f"docNDCG@{k}" for k in doc_ks]
     return parse_measures(names)
 
 
@@ -164,19 +167,32 @@ def sentence_scores(
     scores = {query: dict.fromkeys((m.name for m in measures), 0.0) for query in qrels}
     if not measures or not qrels:
         return scores
-    run = {query: _pseudo_scores(ranked[query]) for query in qrels if ranked.get(query)}
-    by_ir_name = {str(ir_measures.parse_measure(m.name)): m.name for m in measures}
-    native = [ir_measures.parse_measure(m.name) for m in measures]
-    for metric in ir_measures.iter_calc(native, qrels, run):
-        if metric.query_id in scores:
-            scores[metric.query_id][by_ir_name[str(metric.measure)]] = float(metric.value)
+    run = {
+        query: _pseudo_scores([sentence_key(*s) for s in ranked[query]])
+        for query in qrels
+        if ranked.get(query)
+    }
+    _ir_calc(qrels, run, {m.name: m.name for m in measures}, scores)
     return scores
 
 
-def _pseudo_scores(sentences: Sequence[tuple[str, int]]) -> dict[str, float]:
-    return {
-        sentence_key(*sentence): float(len(sentences) - r) for r, sentence in enumerate(sentences)
-    }
+def _pseudo_scores(ranking: Sequence[str]) -> dict[str, float]:
+    """The run of one query: the id at rank r (0-based) of n scores ``n - r``."""
+    return {key: float(len(ranking) - r) for r, key in enumerate(ranking)}
+
+
+def _ir_calc(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    names: Mapping[str, str],
+    scores: dict[str, dict[str, float]],
+) -> None:
+    """Fill ``scores[query][ours]`` with ir-measures' value of ``names[ours]`` (its name)."""
+    by_ir_name = {str(ir_measures.parse_measure(theirs)): ours for ours, theirs in names.items()}
+    native = [ir_measures.parse_measure(theirs) for theirs in names.values()]
+    for metric in ir_measures.iter_calc(native, qrels, run):
+        if metric.query_id in scores:
+            scores[metric.query_id][by_ir_name[str(metric.measure)]] = float(metric.value)
 
 
 def document_ranking(evidence: Iterable[Evidence]) -> list[str]:
@@ -194,7 +210,8 @@ def document_scores(
     * ``docSR@K = |G ∩ top_K| / |G|`` for every query with ``|G| ≥ 1``;
     * ``docR@K = [g ∈ top_K]`` for single-source queries only (``G = {g}``); ``docR@1`` asks
       whether the top document is the gold one;
-    * ``docFR@K = [G ⊆ top_K]`` for multi-source queries only (``|G| ≥ 2``).
+    * ``docFR@K = [G ⊆ top_K]`` for multi-source queries only (``|G| ≥ 2``);
+    * ``docNDCG@K``: ``nDCG@k`` of ``sentence_scores`` over documents, for every query.
 
     Averaging each measure over the queries it applies to gives the EMB-S numbers, so
     single-source queries never inflate FR and multi-source queries never enter R@1.
@@ -216,4 +233,10 @@ def document_scores(
             scores[measure.name] = float(found)
         elif measure.family == "docFR" and len(gold_set) >= 2:
             scores[measure.name] = float(found == len(gold_set))
+    ndcg = {m.name: f"nDCG@{m.cutoff}" for m in measures if m.family == "docNDCG"}
+    if ndcg:
+        by_query = {"q": dict.fromkeys(ndcg, 0.0)}
+        run = {"q": _pseudo_scores(list(dict.fromkeys(ranking)))} if ranking else {}
+        _ir_calc({"q": dict.fromkeys(gold_set, 1)}, run, ndcg, by_query)
+        scores.update(by_query["q"])
     return scores

@@ -3,6 +3,8 @@
 A model is named by:
 
 - ``gemma-3-270m`` (the default): Gemma 3 270M, the GGUF of the ``[local-llm]`` extra;
+- ``qwen2.5-coder-1.5b-instruct``: the question writer of the ``[question-writer]`` extra
+  (about 6 GB once dequantised to float32, and about ten times slower than the default);
 - a ``.gguf`` file (any architecture ``transformers`` reads from GGUF);
 - a Hugging Face model folder or a name in the local cache (safetensors only, offline).
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "gemma-3-270m"
+QUESTION_WRITER_MODEL = "qwen2.5-coder-1.5b-instruct"
 DEFAULT_WINDOW_TOKENS = 4096
 """Tokens of text per window on a CPU: a longer text is read in windows (a 270M model
 prefills about this much in tens of seconds on 2 cores); ``window_tokens`` raises it."""
@@ -86,11 +89,12 @@ class CausalLM:
 
 
 def _packaged_gguf(name: str) -> Path:
-    if name == DEFAULT_MODEL:
-        from longscan.answering.local import local_model_path
+    from longscan.answering.local import local_model_path, question_writer_path
 
-        return local_model_path()
-    raise KeyError(name)
+    packaged = {DEFAULT_MODEL: local_model_path, QUESTION_WRITER_MODEL: question_writer_path}
+    if name not in packaged:
+        raise KeyError(name)
+    return packaged[name]()
 
 
 WEIGHTS = "model.safetensors"

@@ -128,6 +128,8 @@ def test_per_item_scores_match_hand_computed_values(result):
         "docSR@10": 1.0,
         "docFR@1": 0.0,
         "docFR@10": 1.0,
+        "docNDCG@1": 1.0,
+        "docNDCG@10": 1.0,
     }
 
     # "Whales are large. The blue" is 5 words; the answer needs the 6th.
@@ -138,6 +140,8 @@ def test_per_item_scores_match_hand_computed_values(result):
         "docSR@1": 0.0,
         "docSR@10": 1.0,
         "docR@1": 0.0,
+        "docNDCG@1": 0.0,
+        "docNDCG@10": pytest.approx(1 / math.log2(3)),  # the gold document second
     }
     assert four["hit@20"] == 0.0  # 20 words of fox; the gold document is the whale
 

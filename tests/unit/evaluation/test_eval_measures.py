@@ -60,6 +60,8 @@ def test_default_measures_cover_every_family():
         "docR@1",
         "docFR@1",
         "docFR@10",
+        "docNDCG@1",
+        "docNDCG@10",
     ]
 
 
@@ -159,6 +161,18 @@ def test_multi_source_queries_get_sr_and_fr_but_not_r_at_1():
     # A gold document never retrieved: SR@10 = 2/3, FR@10 = 0.
     scores = document_scores(RANKING, ["A", "C", "Z"], DOCUMENT)
     assert scores["docSR@10"] == pytest.approx(2 / 3) and scores["docFR@10"] == 0.0
+
+
+def test_document_ndcg_matches_the_hand_computed_value_for_every_query():
+    ndcg = parse_measures(["docNDCG@1", "docNDCG@3", "docNDCG@10"])
+    # Gold A (rank 0) and C (rank 2): DCG@3 = 1 + 1/log2(4); ideal = 1 + 1/log2(3).
+    scores = document_scores(RANKING, ["A", "C"], ndcg)
+    assert scores["docNDCG@1"] == 1.0 and scores["docNDCG@10"] == scores["docNDCG@3"]
+    assert scores["docNDCG@3"] == pytest.approx((1 + 1 / math.log2(4)) / (1 + 1 / math.log2(3)))
+    assert document_scores(RANKING, ["B"], ndcg)["docNDCG@1"] == 0.0
+    assert document_scores(RANKING, ["D"], ndcg)["docNDCG@10"] == pytest.approx(1 / math.log2(5))
+    assert document_scores([], ["A"], ndcg) == dict.fromkeys([m.name for m in ndcg], 0.0)
+    assert document_scores(RANKING, [], ndcg) == {}
 
 
 def test_no_gold_documents_no_document_scores_and_empty_ranking_scores_zero():
