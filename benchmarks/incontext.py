@@ -11,12 +11,16 @@
 * ``rag``: the paper's RAG baseline, 2048-token chunks ranked through the retrievers and
   filled up to token budgets, answered by the same model, against the whole context;
 * ``cfic-speed``: CFIC's constrained and skip decoding against free generation of the same
-  evidence by the same model from the same cache, and the cost of a second question.
+  evidence by the same model from the same cache, and the cost of a second question;
+* ``cfic-sft``: the paper's fine-tuning, tried: LoRA over the model's attention layers on
+  (text, question, evidence sentence) triples of the training split at short contexts, then
+  CFIC's evidence access on the same development items before and after.
 
 python benchmarks/incontext.py formats --out runs/incontext
 python benchmarks/incontext.py kv --out runs/incontext
 python benchmarks/incontext.py rag --out runs/incontext
 python benchmarks/incontext.py cfic-speed --out runs/incontext
+python benchmarks/incontext.py cfic-sft --out runs/incontext
 """
 
 from __future__ import annotations
@@ -83,14 +87,19 @@ def formats(
     benchmarks: str = "squad-long,hotpotqa-collection,musique-collection",
     items: Items = 10,
     words: Words = 800,
-    rag_words: int = 300,
+    rag_words: Annotated[
+        int, typer.Option(help="AO over each retriever's first words; 0: none")
+    ] = 300,
+    model: Annotated[str, typer.Option(help="the causal LM (incontext.lm names)")] = "",
+    file_name: str = "formats.json",
 ) -> None:
     """Evidence access and SubEM of the in-context systems beside the scanner."""
     from longscan.retrievers.registry import in_context_reader
 
-    reader = in_context_reader(None)
+    reader = in_context_reader(model or None)
     lm = reader.lm
-    names = ["icr-id", "icr-id-c", "icr-id-q", "icr-attention", "cfic"]
+    lm_kinds = ["icr-id", "icr-id-c", "icr-id-q", "icr-attention", "cfic"]
+    names = [f"{name}:{model}" if model else name for name in lm_kinds]
     names += ["scanner", "bm25-sentence", "bm25-chunk", "hybrid-sentence"]
     results: dict = {}
     for benchmark in benchmarks.split(","):
@@ -115,7 +124,7 @@ def formats(
                 "summary": result.overall,
                 "seconds_per_item": float(np.mean([r.seconds for r in result.records])),
             }
-            if name in ("icr-id", "icr-id-c", "icr-id-q", "icr-attention"):
+            if not rag_words or name.split(":")[0] in lm_kinds[:4]:
                 continue  # answered in their own reply, or (attention) ranking only
             for item in track(chosen, f"{benchmark}: AO over {name}'s {rag_words} words"):
                 evidence = get_retriever(name).retrieve(item.query, item.documents)
@@ -131,7 +140,7 @@ def formats(
             "format_seconds_per_item": {str(k): v / len(chosen) for k, v in seconds.items()},
             "replies": {str(k): v for k, v in replies.items()},
         }
-        _write(out / "formats.json", results)
+        _write(out / file_name, results)
         typer.echo(json.dumps(results[benchmark]["subem"], indent=1))
 
 
@@ -317,6 +326,100 @@ def cfic_speed(
                                 np.sum([r["cfic_s"] for r in rows]))  # fmt: skip
     _write(out / "cfic-speed.json", {"summary": summary, "rows": rows})
     typer.echo(json.dumps(summary, indent=1))
+
+
+def _sft_sequences(lm, items: Sequence[QAItem], per_item: int) -> list[tuple[list[int], int]]:
+    """CFIC's own prompt over each training text followed by a gold sentence and the quote's
+    end (a newline), as ``(token ids, target length)``: the loss reads the last tokens only.
+    Up to ``per_item`` gold sentences per question each make a sequence."""
+    from longscan.evaluation.gold import gold_unit_labels
+    from longscan.incontext.cfic import PROMPT_HEAD, PROMPT_TAIL
+
+    sequences = []
+    for item in items:
+        (document,) = item.documents
+        labels = gold_unit_labels(item)[document.id]
+        prompt = lm.tokenizer.encode(PROMPT_HEAD, add_special_tokens=True)
+        prompt += lm.encode(document.text) + lm.encode(PROMPT_TAIL.format(question=item.query))
+        for start, end in document.sentences[np.flatnonzero(labels)[:per_item]].tolist():
+            target = lm.encode(" " + document.text[start:end] + "\n")
+            sequences.append((prompt + target, len(target)))
+    return sequences
+
+
+def _sft_loss(lm, ids: list[int], target: int):
+    """Mean cross-entropy of the last ``target`` tokens (logits only where they are read)."""
+    import torch
+
+    tokens = torch.tensor([ids])
+    logits = lm.model(input_ids=tokens, logits_to_keep=target + 1).logits[0, :-1].float()
+    return torch.nn.functional.cross_entropy(logits, tokens[0, -target:])
+
+
+@app.command("cfic-sft")
+def cfic_sft(
+    out: Out = Path("runs/incontext"),
+    train_items: int = 300,
+    train_words: int = 400,
+    items: Items = 30,
+    words: Words = 800,
+    benchmarks: str = "squad-long,hotpotqa-long,musique-long",
+    rank: int = 8,
+    learning_rate: float = 2e-4,
+    seed: int = 0,
+) -> None:
+    """CFIC before and after LoRA fine-tuning on the training split's triples."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from longscan.incontext.cfic import CFIC
+    from longscan.incontext.lm import load_causal_lm
+    from longscan.retrievers.cfic import CFICRetriever
+
+    torch.manual_seed(seed)
+    lm = load_causal_lm()
+    dev = {name: _items(name, words, items) for name in benchmarks.split(",")}
+
+    def access() -> dict:
+        retriever = CFICRetriever(CFIC(lm))
+        return {name: evaluate(retriever, chosen, budgets=(100, 300, 1000)).overall
+                for name, chosen in dev.items()}  # fmt: skip
+
+    results: dict = {"before": access()}
+    _write(out / "cfic-sft.json", results)
+    train = [item for name in benchmarks.split(",")
+             for item in build_benchmark(name, "train", train_words, max_items=train_items,
+                                         seed=seed)]  # fmt: skip
+    sequences = _sft_sequences(lm, train, per_item=2)
+    order = np.random.default_rng(seed).permutation(len(sequences))
+    config = LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.05,
+                        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])  # fmt: skip
+    model = get_peft_model(lm.model, config)
+    model.train()
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                  lr=learning_rate)  # fmt: skip
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / 20) * (1 - step / len(order))
+    )
+    losses = []
+    started = time.perf_counter()
+    for index in track(order.tolist(), "CFIC fine-tuning"):
+        loss = _sft_loss(lm, *sequences[index])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    lm.model = model.merge_and_unload().eval()
+    results["training"] = {
+        "sequences": len(sequences), "seconds": time.perf_counter() - started,
+        "loss_first_50": float(np.mean(losses[:50])), "loss_last_50": float(np.mean(losses[-50:])),
+        "rank": rank, "learning_rate": learning_rate, "train_words": train_words,
+    }  # fmt: skip
+    results["after"] = access()
+    _write(out / "cfic-sft.json", results)
+    typer.echo(json.dumps({k: results[k] for k in ("training",)}, indent=1))
 
 
 def _write(path: Path, payload: dict) -> None:
