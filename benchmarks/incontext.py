@@ -98,8 +98,8 @@ def formats(
 
     reader = in_context_reader(model or None)
     lm = reader.lm
-    lm_kinds = ["icr-id", "icr-id-c", "icr-id-q", "icr-attention", "cfic"]
-    names = [f"{name}:{model}" if model else name for name in lm_kinds]
+    own_answer = ("icr-id", "icr-id-c", "icr-id-q", "icr-attention")
+    names = [f"{name}:{model}" if model else name for name in (*own_answer, "cfic")]
     names += ["scanner", "bm25-sentence", "bm25-chunk", "hybrid-sentence"]
     results: dict = {}
     for benchmark in benchmarks.split(","):
@@ -124,7 +124,7 @@ def formats(
                 "summary": result.overall,
                 "seconds_per_item": float(np.mean([r.seconds for r in result.records])),
             }
-            if not rag_words or name.split(":")[0] in lm_kinds[:4]:
+            if not rag_words or name.split(":")[0] in own_answer:
                 continue  # answered in their own reply, or (attention) ranking only
             for item in track(chosen, f"{benchmark}: AO over {name}'s {rag_words} words"):
                 evidence = get_retriever(name).retrieve(item.query, item.documents)
@@ -289,7 +289,7 @@ def cfic_speed(
     words: Words = 800,
 ) -> None:
     """CFIC's decoding against free generation of the same evidence from the same cache."""
-    from longscan.incontext.cfic import CFIC, PROMPT_TAIL
+    from longscan.incontext.cfic import CFIC, tail_ids
     from longscan.incontext.decoding import Reading, greedy
     from longscan.incontext.lm import load_causal_lm
 
@@ -311,7 +311,7 @@ def cfic_speed(
         cfic.spans(second.query, [document])
         again = time.perf_counter() - started
         tokens = sum(len(lm.encode(document.text[s.start : s.end])) for s in spans)
-        tail = lm.encode(PROMPT_TAIL.format(question=first.query))
+        tail = tail_ids(lm, first.query)
         started = time.perf_counter()
         for span in spans:  # the same evidence, one token at a time
             reading = Reading(window.cache, 0).fork()
@@ -333,14 +333,13 @@ def _sft_sequences(lm, items: Sequence[QAItem], per_item: int) -> list[tuple[lis
     end (a newline), as ``(token ids, target length)``: the loss reads the last tokens only.
     Up to ``per_item`` gold sentences per question each make a sequence."""
     from longscan.evaluation.gold import gold_unit_labels
-    from longscan.incontext.cfic import PROMPT_HEAD, PROMPT_TAIL
+    from longscan.incontext.cfic import head_ids, tail_ids
 
     sequences = []
     for item in items:
         (document,) = item.documents
         labels = gold_unit_labels(item)[document.id]
-        prompt = lm.tokenizer.encode(PROMPT_HEAD, add_special_tokens=True)
-        prompt += lm.encode(document.text) + lm.encode(PROMPT_TAIL.format(question=item.query))
+        prompt = head_ids(lm) + lm.encode(document.text) + tail_ids(lm, item.query)
         for start, end in document.sentences[np.flatnonzero(labels)[:per_item]].tolist():
             target = lm.encode(" " + document.text[start:end] + "\n")
             sequences.append((prompt + target, len(target)))

@@ -34,6 +34,16 @@ PROMPT_HEAD = "Read the text, then quote the passage that answers the question.\
 PROMPT_TAIL = "\n\nQuestion: {question}\nQuote:"
 
 
+def head_ids(lm: CausalLM) -> list[int]:
+    """The prompt's tokens before the text, led by the model's start-of-text token(s)."""
+    return list(lm.tokenizer.encode(PROMPT_HEAD, add_special_tokens=True))
+
+
+def tail_ids(lm: CausalLM, question: str) -> list[int]:
+    """The prompt's tokens after the text: the question and the cue of the quote."""
+    return lm.encode(PROMPT_TAIL.format(question=question))
+
+
 @dataclass
 class _Node:
     children: dict[int, _Node] = field(default_factory=dict)
@@ -153,7 +163,7 @@ class CFIC:
 
         key = document.content_hash
         if key not in self._windows:
-            head = self.lm.tokenizer.encode(PROMPT_HEAD, add_special_tokens=True)
+            head = head_ids(self.lm)
             windows = []
             for start, end, sentences in self._window_spans(document):
                 cache = DynamicCache()
@@ -222,7 +232,7 @@ class CFIC:
     def spans(self, question: str, documents: Sequence[Document]) -> list[Span]:
         """Evidence spans for ``question``, best first, overlapping ones merged."""
         found: list[Span] = []
-        tail = self.lm.encode(PROMPT_TAIL.format(question=question))
+        tail = tail_ids(self.lm, question)
         kept = {d.content_hash for d in documents}
         self._windows = {k: w for k, w in self._windows.items() if k in kept}
         for doc_index, document in enumerate(documents):
