@@ -13,11 +13,8 @@
 set -euo pipefail
 carry=$1
 out=$2
-site=$(mktemp -d)
-python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$carry"/whl/*.whl
-export PYTHONPATH="src:$site:$carry/site" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+source benchmarks/gpu_setup.sh "$carry" "$out"
 export LONGSCAN_DATA_DIR="$carry/data"
-nvidia-smi --query-gpu=name,memory.total --format=csv | tee "$out/gpu.txt"
 bench=(python3 benchmarks/incontext.py)
 "${bench[@]}" random-lm "$carry/qwen" /tmp/random-7b
 "${bench[@]}" random-lm "$carry/qwen" /tmp/random-1.5b --hidden-size 1536 \

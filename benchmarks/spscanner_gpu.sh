@@ -12,10 +12,7 @@
 set -euo pipefail
 carry=$1
 out=$2
-site=$(mktemp -d)
-python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "$carry"/whl/*.whl
-export PYTHONPATH="src:$site:$carry/site" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,memory.total --format=csv | tee "$out/gpu.txt"
+source benchmarks/gpu_setup.sh "$carry" "$out"
 bench=(python3 benchmarks/spscanner_speed.py --tokenizer "$carry/tokenizer.json")
 bench+=(--text "$carry/doc.txt")
 "${bench[@]}" --parity 4000 | tee "$out/parity.json"
