@@ -138,6 +138,7 @@ class LocalServer:
             "--port", str(self.port),
             "--n_ctx", str(self.context_tokens),
             "--n_threads", str(self.threads),
+            "--n_threads_batch", str(self.threads),  # prompt reading (default: every core)
         ]  # fmt: skip
 
     def _catch_stop_signals(self) -> bool:
