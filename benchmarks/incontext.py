@@ -470,7 +470,8 @@ def random_lm(
     config.update({"hidden_size": hidden_size, "intermediate_size": intermediate_size,
                    "num_hidden_layers": layers, "num_attention_heads": heads,
                    "num_key_value_heads": kv_heads, "tie_word_embeddings": False})  # fmt: skip
-    config.layer_types = config.layer_types[:1] * layers
+    if getattr(config, "layer_types", None):  # a per-layer list follows the new depth
+        config.layer_types = (config.layer_types * layers)[:layers]
     device = torch_device()
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(
