@@ -388,6 +388,7 @@ def cfic_sft(
     rank: int = 8,
     learning_rate: float = 2e-4,
     seed: int = 0,
+    save: Annotated[Path | None, typer.Option(help="write the LoRA adapter here")] = None,
 ) -> None:
     """CFIC before and after LoRA fine-tuning on the training split's triples."""
     import torch
@@ -432,6 +433,8 @@ def cfic_sft(
         schedule.step()
         optimizer.zero_grad()
         losses.append(loss.item())
+    if save is not None:
+        model.save_pretrained(save)  # the adapter alone, as safetensors
     lm.model = model.merge_and_unload().eval()
     results["training"] = {
         "sequences": len(sequences), "seconds": time.perf_counter() - started,
