@@ -296,52 +296,44 @@ def cfic_speed(
     file_name: str = "cfic-speed.json",
 ) -> None:
     """CFIC's decoding against free generation of the same evidence from the same cache."""
-    import torch
-
+    from longscan.devices import clock
     from longscan.incontext.cfic import CFIC, tail_ids
     from longscan.incontext.decoding import Reading, greedy
     from longscan.incontext.lm import DEFAULT_MODEL, load_causal_lm
 
     lm = load_causal_lm(model or DEFAULT_MODEL)
     cfic = CFIC(lm, window_tokens=window_tokens or None)
-
-    def clock() -> float:
-        if lm.device.startswith("cuda"):  # CUDA runs ahead of the host: wait for it
-            torch.cuda.synchronize()
-        return time.perf_counter()
-
     rows = []
     chosen = _items("squad-long", words, items * 8)
-    pairs = {
+    one_per_text = {  # one pair per text, so every read is a cold one
         a.documents[0].text: (a, b)
         for a, b in zip(chosen[::2], chosen[1::2], strict=False)
         if a.documents[0].text == b.documents[0].text
-    }  # one pair per text: a cold read
-    pairs = list(pairs.values())
+    }
+    pairs = list(one_per_text.values())
     if len(pairs) > items:  # a warm-up on a document that is not timed
         cfic.spans(pairs[items][0].query, list(pairs[items][0].documents))
     for first, second in track(pairs[:items], "cfic against free generation"):
         (document,) = first.documents
-        started = clock()
+        started = clock(lm.device)
         (window,) = cfic.windows(document)
-        prefill = clock() - started
-        started = clock()
+        prefill = clock(lm.device) - started
+        started = clock(lm.device)
         spans = cfic.spans(first.query, [document])
-        constrained = clock() - started
-        started = clock()
+        constrained = clock(lm.device) - started
+        started = clock(lm.device)
         cfic.spans(second.query, [document])
-        again = clock() - started
-        tokens = sum(len(lm.encode(document.text[s.start : s.end])) for s in spans)
+        again = clock(lm.device) - started
+        sizes = [len(lm.encode(document.text[s.start : s.end])) for s in spans]
         tail = tail_ids(lm, first.query)
-        started = clock()
-        for span in spans:  # the same evidence, one token at a time
-            reading = Reading(window.cache, 0).fork()
-            reading.length = int(window.cache.get_seq_length())
-            size = len(lm.encode(document.text[span.start : span.end]))
+        started = clock(lm.device)
+        for size in sizes:  # the same evidence, one token at a time
+            reading = Reading(window.cache, int(window.cache.get_seq_length())).fork()
             greedy(lm, reading, tail, size, stop_at_eos=False)
-        free = clock() - started
+        free = clock(lm.device) - started
         rows.append({"prefill_s": prefill, "cfic_s": constrained, "second_question_s": again,
-                     "free_s": free, "evidence_tokens": tokens, "spans": len(spans)})  # fmt: skip
+                     "free_s": free, "evidence_tokens": sum(sizes),
+                     "spans": len(spans)})  # fmt: skip
     summary = {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
     summary["speed-up"] = float(np.sum([r["free_s"] for r in rows]) /
                                 np.sum([r["cfic_s"] for r in rows]))  # fmt: skip

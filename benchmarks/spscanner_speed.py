@@ -32,7 +32,7 @@ from longscan.models.token_scanner import MAMBA2_130M
 CHILD = r"""
 import json, os, sys, time
 import torch
-from longscan.devices import peak_rss_bytes
+from longscan.devices import clock, peak_rss_bytes
 from longscan.documents import Document
 from longscan.models.token_scanner import TokenScannerConfig, TokenScannerModel
 from longscan.scanning.spscanner import SPScanner, load_tokenizer
@@ -53,13 +53,9 @@ document.sentences
 query = "What was the total revenue reported for the fiscal year?"
 
 def timed(scanner):
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    started = time.perf_counter()
+    started = clock(device)
     scanner.score(query, [document])
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    return time.perf_counter() - started
+    return clock(device) - started
 
 stream = SPScanner(model, tokenizer, mode="stream", device=device, chunk_size=chunk)
 tokens = len(tokenizer.encode(text, add_special_tokens=False).ids)

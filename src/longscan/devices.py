@@ -10,6 +10,7 @@ a GPU, float32 on the CPU).
 from __future__ import annotations
 
 import os
+import time
 from functools import cache
 
 DEVICE_VARIABLE = "LONGSCAN_DEVICE"
@@ -77,6 +78,16 @@ def token_scanner_bfloat16(device: str) -> bool:
     """
     chosen = _chosen_precision()
     return chosen == "bfloat16" if chosen else device.startswith("cuda")
+
+
+def clock(device: str) -> float:
+    """``time.perf_counter()`` once ``device`` has finished its queued work: CUDA runs ahead
+    of the host, so a clock read without waiting would time only the kernels' launch."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
 
 
 def peak_rss_bytes() -> int:
