@@ -127,6 +127,16 @@ def test_eval_unknown_benchmark_is_a_message() -> None:
     assert result.exit_code == 2 and "nope" in result.output
 
 
+@pytest.mark.parametrize(("words", "stem"), [(2000, "squad-long-2k"), (800, "squad-long-800w")])
+def test_eval_files_name_the_document_length(tmp_path: Path, words: int, stem: str) -> None:
+    arguments = ["-b", "squad-long", "-r", "bm25-sentence", "--max-items", "1"]
+    result = runner.invoke(
+        app, ["eval", *arguments, "--target-words", str(words), "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / f"{stem}.json").read_text())["settings"]["target_words"] == words
+
+
 # ------------------------------------------------------------------ terminal output
 
 HOSTILE = (

@@ -69,7 +69,8 @@ def run_benchmark(
     files: list[Path] = []
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-        stem = f"{benchmark}-{target_words // 1000}k"
+        length = f"{target_words // 1000}k" if target_words % 1000 == 0 else f"{target_words}w"
+        stem = f"{benchmark}-{length}"  # 800 words was "-0k", and 1,500 "-1k"
         settings = {
             "benchmark": benchmark, "retrievers": list(retrievers), "split": split,
             "target_words": target_words, "max_items": max_items, "seed": seed,
