@@ -380,12 +380,17 @@ def cfic_sft(
     rank: int = 8,
     learning_rate: float = 2e-4,
     seed: int = 0,
-    save: Annotated[Path | None, typer.Option(help="write the LoRA adapter here")] = None,
+    save: Annotated[
+        Path | None, typer.Option(help="write the LoRA adapter here (longscan's format)")
+    ] = None,
+    before: Annotated[bool, typer.Option(help="measure the plain model first")] = True,
 ) -> None:
     """CFIC before and after LoRA fine-tuning on the training split's triples."""
     import torch
     from peft import LoraConfig, get_peft_model
 
+    from longscan import __version__
+    from longscan.encoders.adapter import AdapterConfig, adapter_tensors, save_adapter
     from longscan.incontext.cfic import CFIC
     from longscan.incontext.lm import load_causal_lm
     from longscan.retrievers.cfic import CFICRetriever
@@ -399,15 +404,18 @@ def cfic_sft(
         return {name: evaluate(retriever, chosen, budgets=(100, 300, 1000)).overall
                 for name, chosen in dev.items()}  # fmt: skip
 
-    results: dict = {"before": access()}
+    results: dict = {"before": access()} if before else {}
     _write(out / "cfic-sft.json", results)
     train = [item for name in benchmarks.split(",")
              for item in build_benchmark(name, "train", train_words, max_items=train_items,
                                          seed=seed)]  # fmt: skip
     sequences = _sft_sequences(lm, train, per_item=2)
     order = np.random.default_rng(seed).permutation(len(sequences))
-    config = LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.05,
-                        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])  # fmt: skip
+    adapter = AdapterConfig(rank=rank, alpha=2 * rank, headings=False,
+                            target_modules=("q_proj", "k_proj", "v_proj", "o_proj"),
+                            max_length=max(len(ids) for ids, _ in sequences))  # fmt: skip
+    config = LoraConfig(r=rank, lora_alpha=adapter.alpha, lora_dropout=0.05,
+                        target_modules=list(adapter.target_modules))  # fmt: skip
     model = get_peft_model(lm.model, config)
     model.train()
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
@@ -425,14 +433,16 @@ def cfic_sft(
         schedule.step()
         optimizer.zero_grad()
         losses.append(loss.item())
-    if save is not None:
-        model.save_pretrained(save)  # the adapter alone, as safetensors
-    lm.model = model.merge_and_unload().eval()
     results["training"] = {
         "sequences": len(sequences), "seconds": time.perf_counter() - started,
         "loss_first_50": float(np.mean(losses[:50])), "loss_last_50": float(np.mean(losses[-50:])),
         "rank": rank, "learning_rate": learning_rate, "train_words": train_words,
+        "train_items": train_items, "benchmarks": benchmarks, "seed": seed,
     }  # fmt: skip
+    if save is not None:  # what load_causal_lm(adapter=save) merges: no peft at run time
+        tensors = adapter_tensors(model.base_model.model)
+        save_adapter(save, tensors, adapter, results["training"], __version__, base_model=lm.name)
+    lm.model = model.merge_and_unload().eval()
     results["after"] = access()
     _write(out / "cfic-sft.json", results)
     typer.echo(json.dumps({k: results[k] for k in ("training",)}, indent=1))

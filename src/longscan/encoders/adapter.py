@@ -1,11 +1,12 @@
-"""LoRA adapters over the packaged MiniLM, shipped as small hash-checked files.
+"""LoRA adapters over packaged models, shipped as small hash-checked files.
 
-A fine-tuned MiniLM ships as its low-rank updates (and a fresh head, if it has one), never as
-a second copy of the 90 MB weights: ``adapter.safetensors`` beside a ``config.json`` that
-names the base model, the package version and the weights' SHA-256. Loading checks all three,
-then merges each update into a copy of the packaged weights (``W + B @ A * alpha / r``), so
-inference costs exactly a plain MiniLM pass and needs no ``peft``. The cross-encoder
-re-scorer and the fine-tuned bi-encoder are both read this way.
+A fine-tuned model ships as its low-rank updates (and a fresh head, if it has one), never as
+a second copy of its weights: ``adapter.safetensors`` beside a ``config.json`` that names the
+base model, the package version and the weights' SHA-256. Loading checks all three, then
+merges each update into a copy of the packaged weights (``W + B @ A * alpha / r``), so
+inference costs exactly a plain pass of the base model and needs no ``peft``. The
+cross-encoder re-scorer and the fine-tuned bi-encoder (over MiniLM) and CFIC's reader (over
+Gemma 3 270M) are read this way.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from longscan.encoders.cache import file_sha256
 
 WEIGHTS_FILE = "adapter.safetensors"
 CONFIG_FILE = "config.json"
-BASE_MODEL = "all-MiniLM-L6-v2"
+BASE_MODEL = "all-MiniLM-L6-v2"  # the encoders' base; a causal LM's adapter names its own
 HEAD = "classifier"  # a cross-encoder's scoring head; a bi-encoder has none
 
 
@@ -34,8 +35,8 @@ class AdapterConfig:
     Attributes:
         rank: LoRA rank r.
         alpha: LoRA scaling numerator (updates are scaled by ``alpha / rank``).
-        target_modules: Names of MiniLM's linear layers that carry an update.
-        max_length: Word pieces read per input.
+        target_modules: Names of the base model's linear layers that carry an update.
+        max_length: Tokens read per input (for a causal LM: the longest training sequence).
         headings: A cross-encoder's passages carry the heading line a sentence sits under
             (``sentence_in_context``), as mining writes them; an adapter whose config
             predates the field was trained without and keeps reading without.
@@ -57,8 +58,9 @@ class Adapter:
     digest: str
 
 
-def read_adapter(directory: str | Path, rebuild: str) -> Adapter:
-    """Read and check an adapter directory; ``rebuild`` names the command that makes one.
+def read_adapter(directory: str | Path, rebuild: str, base_model: str = BASE_MODEL) -> Adapter:
+    """Read and check an adapter directory made for ``base_model``; ``rebuild`` names the
+    command that makes one.
 
     Raises:
         AdapterError: a file is missing, the weights' hash or the base model differs from
@@ -67,7 +69,7 @@ def read_adapter(directory: str | Path, rebuild: str) -> Adapter:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    config, digest = checked_adapter_config(directory, rebuild)
+    config, digest = checked_adapter_config(directory, rebuild, base_model)
     weights_path = Path(directory) / WEIGHTS_FILE
     try:
         tensors = load_file(str(weights_path))
@@ -76,7 +78,9 @@ def read_adapter(directory: str | Path, rebuild: str) -> Adapter:
     return Adapter(config, tensors, digest)
 
 
-def checked_adapter_config(directory: str | Path, rebuild: str) -> tuple[AdapterConfig, str]:
+def checked_adapter_config(
+    directory: str | Path, rebuild: str, base_model: str = BASE_MODEL
+) -> tuple[AdapterConfig, str]:
     """An adapter's configuration and its weights' SHA-256, checked against the config,
     without loading the tensors (nor torch): what an ONNX export of it is keyed by.
 
@@ -99,9 +103,9 @@ def checked_adapter_config(directory: str | Path, rebuild: str) -> tuple[Adapter
         )
     except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as error:
         raise AdapterError(f"{config_path}: not an adapter config ({error})") from error
-    if meta.get("base_model") != BASE_MODEL:
+    if meta.get("base_model") != base_model:
         raise AdapterError(
-            f"{config_path}: adapter for {meta.get('base_model')!r}, not {BASE_MODEL!r}"
+            f"{config_path}: adapter for {meta.get('base_model')!r}, not {base_model!r}"
         )
     digest = file_sha256(weights_path)
     if digest != meta.get("sha256"):
@@ -118,6 +122,7 @@ def save_adapter(
     adapter: AdapterConfig,
     card: dict[str, Any],
     version: str,
+    base_model: str = BASE_MODEL,
 ) -> str:
     """Write ``adapter.safetensors`` and ``config.json`` (hash, base, version, training card);
     returns the weights' SHA-256."""
@@ -128,7 +133,7 @@ def save_adapter(
     save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(weights))
     digest = file_sha256(weights)
     config = {
-        "base_model": BASE_MODEL,
+        "base_model": base_model,
         "longscan_version": version,
         "sha256": digest,
         "adapter": {**asdict(adapter), "target_modules": list(adapter.target_modules)},

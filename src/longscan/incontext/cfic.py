@@ -14,6 +14,11 @@ quotes the evidence, constrained to the text's own sentences.
    sequence, or a newline) is read at every following sentence end within ``skip_tokens``
    (256) tokens, in one forward pass over the text itself, and the span stops at the argmax:
    it is never generated token by token. Overlapping spans merge.
+
+The paper fine-tunes its reader on (text, question, evidence) triples. The package ships such
+a LoRA adapter for the default model (:data:`PACKAGED_ADAPTER`; ``checkpoints/
+cfic-gemma-3-270m/MODEL_CARD.md`` says how it was trained and what it gained), which the
+``cfic`` retriever reads with; ``cfic:MODEL`` reads with the plain model named.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,6 +37,8 @@ from longscan.documents import Document
 if TYPE_CHECKING:
     from longscan.incontext.lm import CausalLM
 
+PACKAGED_ADAPTER = Path(str(files("longscan") / "checkpoints" / "cfic-gemma-3-270m"))
+"""LoRA fine-tuning of Gemma 3 270M (the default model) for these prompts."""
 PROMPT_HEAD = "Read the text, then quote the passage that answers the question.\n\nText:\n"
 PROMPT_TAIL = "\n\nQuestion: {question}\nQuote:"
 

@@ -11,6 +11,10 @@ A model is named by:
 
 A GGUF is dequantised by ``transformers`` (through the ``gguf`` package) once, then saved as
 safetensors in the cache under its SHA-256, so later loads take seconds, not minutes.
+
+A LoRA adapter made for the model (``encoders.adapter``: hash-checked safetensors, its
+config naming the base model) is merged into the weights at load, so a fine-tuned reader
+costs what the plain one does; that model is a copy of its own, the plain one stays plain.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from longscan.encoders.adapter import merge_adapter, read_adapter
 from longscan.encoders.cache import default_cache_dir, file_sha256, staging_path
 
 if TYPE_CHECKING:
@@ -98,6 +103,8 @@ def _packaged_gguf(name: str) -> Path:
     return packaged[name]()
 
 
+ADAPTER_REBUILD = "python benchmarks/incontext.py cfic-sft --save DIR"
+"""How a causal LM's LoRA adapter is made (named when one cannot be read)."""
 WEIGHTS = "model.safetensors"
 RECORD = "longscan.json"
 """Beside the dequantised weights: their SHA-256, written once they are complete."""
@@ -161,20 +168,31 @@ def resolve(name: str) -> Path | str:
     return Path(name) if Path(name).is_dir() else name
 
 
-@cache
-def load_causal_lm(name: str = DEFAULT_MODEL, device: str | None = None) -> CausalLM:
-    """The model called ``name`` (see the module docstring), once per process.
+def load_causal_lm(
+    name: str = DEFAULT_MODEL, device: str | None = None, adapter: str | None = None
+) -> CausalLM:
+    """The model called ``name`` (see the module docstring), once per process and device, with
+    the LoRA adapter in the folder ``adapter`` merged into it when one is named.
 
     Raises:
         ValueError: a model that cannot be read offline from safetensors, or whose tokenizer
             gives no character offsets.
+        AdapterError: (a ``ValueError``) the adapter is missing, corrupt, made for another
+            model, or does not fit this one's layers.
     """
+    from longscan.devices import torch_device
+
+    # one key however it is called: ``load_causal_lm()`` is ``load_causal_lm(DEFAULT_MODEL)``
+    return _load(name, device or torch_device(), adapter)
+
+
+@cache
+def _load(name: str, device: str, adapter: str | None) -> CausalLM:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from longscan.devices import torch_device
-
-    device = device or torch_device()
+    # the adapter is checked before the model loads (a minute for a large one), not after
+    tuned = None if adapter is None else read_adapter(adapter, ADAPTER_REBUILD, base_model=name)
     source = resolve(name)
     options: dict[str, Any] = {"local_files_only": True}
     try:
@@ -190,4 +208,6 @@ def load_causal_lm(name: str = DEFAULT_MODEL, device: str | None = None) -> Caus
         raise ValueError(f"cannot load the causal LM {name!r} offline ({error})") from None
     if not tokenizer.is_fast:
         raise ValueError(f"{name!r}: its tokenizer gives no character offsets (not a fast one)")
+    if tuned is not None:
+        merge_adapter(model, tuned, Path(str(adapter)))
     return CausalLM(name, model.to(device).eval(), tokenizer, device)

@@ -5,7 +5,8 @@ A name is a registered name (``longscan retrievers`` lists them), or ``scanner:D
 ``longscan train`` (``scanner-rerank``: its best sentences re-scored by the cross-encoder),
 ``spscanner:DIR`` / ``spscanner-sliding:DIR`` for the paper's token-level scanner (a
 checkpoint converted by ``longscan spscanner-convert``; it has no default), ``cfic`` /
-``cfic:MODEL`` for chunking-free in-context retrieval on a causal LM, ``icr-attention`` /
+``cfic:MODEL`` for chunking-free in-context retrieval on a causal LM (``cfic``: the default
+model with the packaged fine-tuning; ``cfic:MODEL``: that model as it is), ``icr-attention`` /
 ``icr-attention:MODEL`` for chunks ranked by its attention, ``icr-id`` / ``icr-id-c`` /
 ``icr-id-q`` (``:MODEL``) for the chunks it cites in the paper's ``[DOC i]`` formats, or
 ``dense-sentence:MODEL`` / ``dense-chunk:MODEL`` / ``hybrid-sentence:MODEL`` /
@@ -77,12 +78,17 @@ _CHECKPOINT_KINDS: dict[str, Callable[[Path], Retriever]] = {
 
 
 def _cfic(model: str | None) -> Retriever:
-    """Chunking-free in-context retrieval on a causal LM (default: the packaged one)."""
-    from longscan.incontext.cfic import CFIC
+    """Chunking-free in-context retrieval on a causal LM: by default the packaged one with
+    the packaged CFIC fine-tuning merged in; a model named is read as it is."""
+    from longscan.incontext.cfic import CFIC, PACKAGED_ADAPTER
     from longscan.incontext.lm import DEFAULT_MODEL, load_causal_lm
     from longscan.retrievers.cfic import CFICRetriever
 
-    return CFICRetriever(CFIC(load_causal_lm(model or DEFAULT_MODEL)))
+    if model is None:
+        lm = load_causal_lm(DEFAULT_MODEL, adapter=str(PACKAGED_ADAPTER))
+    else:
+        lm = load_causal_lm(model)
+    return CFICRetriever(CFIC(lm))
 
 
 def _attention(model: str | None) -> Retriever:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from longscan.documents import Document
-from longscan.incontext.cfic import CFIC, SentenceTrie, Span, merge_spans
-from longscan.incontext.lm import RECORD, WEIGHTS, intact
+from longscan.encoders.adapter import CONFIG_FILE, WEIGHTS_FILE, AdapterError
+from longscan.incontext.cfic import CFIC, PACKAGED_ADAPTER, SentenceTrie, Span, merge_spans
+from longscan.incontext.lm import DEFAULT_MODEL, RECORD, WEIGHTS, intact, load_causal_lm
 from longscan.retrievers.registry import get_retriever, parse_name
 
 
@@ -39,8 +41,6 @@ def test_overlapping_spans_merge_and_keep_the_best_score() -> None:
 
 @pytest.fixture(scope="module")
 def cfic() -> CFIC:
-    from longscan.incontext.lm import load_causal_lm
-
     return CFIC(load_causal_lm())
 
 
@@ -67,8 +67,6 @@ def test_cfic_quotes_whole_sentences_with_exact_offsets_and_reuses_its_cache(
 
 
 def test_cfic_reads_a_long_text_in_windows_and_finds_the_answer(cfic: CFIC, data_dir: Path) -> None:
-    from longscan.incontext.lm import load_causal_lm
-
     narrow = CFIC(load_causal_lm(), window_tokens=250)
     item = next(i for i in _squad(data_dir, 400, 6) if "network" in i.query)
     (document,) = item.documents
@@ -95,6 +93,46 @@ def test_cfic_is_a_retriever_by_name() -> None:
     assert len(read) == 2  # both texts stay read for the next question
     retriever.retrieve("When did the ship sail?", documents)
     assert {key: id(w) for key, w in retriever.cfic._windows.items()} == read
+
+
+def test_cfic_reads_with_the_packaged_fine_tuning_merged_into_its_own_copy() -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    tuned = get_retriever("cfic").cfic.lm.model
+    plain = get_retriever(f"cfic:{DEFAULT_MODEL}").cfic.lm.model
+    assert tuned is not plain and plain is load_causal_lm().model  # the plain one stays plain
+    config = json.loads((PACKAGED_ADAPTER / CONFIG_FILE).read_text())
+    assert config["base_model"] == DEFAULT_MODEL
+    tensors = load_file(PACKAGED_ADAPTER / WEIGHTS_FILE)
+    scaling = config["adapter"]["alpha"] / config["adapter"]["rank"]
+    layers = {name for name in tensors if name.endswith(".lora_A")}
+    assert len(layers) == 4 * plain.config.num_hidden_layers  # q, k, v, o of every layer
+    for layer in sorted(layers)[:3]:
+        name = layer.removesuffix(".lora_A")
+        update = tensors[f"{name}.lora_B"] @ tensors[layer] * scaling
+        assert update.abs().max() > 0  # trained, not the zero initialisation
+        merged = tuned.get_submodule(name).weight - plain.get_submodule(name).weight
+        torch.testing.assert_close(merged, update, atol=1e-6, rtol=1e-4)
+
+
+def test_a_corrupt_or_foreign_cfic_adapter_is_refused_before_the_model_loads(
+    tmp_path: Path,
+) -> None:
+    from longscan.rerankers.cross_encoder import PACKAGED as RERANKER
+
+    copy = tmp_path / "adapter"
+    shutil.copytree(PACKAGED_ADAPTER, copy)
+    weights = copy / WEIGHTS_FILE
+    raw = bytearray(weights.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    weights.write_bytes(bytes(raw))
+    with pytest.raises(AdapterError, match=f"{WEIGHTS_FILE}.*SHA-256.*corrupt"):
+        load_causal_lm(adapter=str(copy))
+    with pytest.raises(AdapterError, match="adapter for 'all-MiniLM-L6-v2', not 'gemma-3-270m'"):
+        load_causal_lm(adapter=str(RERANKER))
+    with pytest.raises(AdapterError, match="missing.*cfic-sft --save"):
+        load_causal_lm(adapter=str(tmp_path / "nothing"))
 
 
 def test_a_damaged_dequantised_model_is_not_trusted(tmp_path: Path) -> None:
