@@ -503,6 +503,14 @@ def train_command(
             "Default: --init-from's, else 256.",
         ),
     ] = None,
+    table_context: Annotated[
+        bool | None,
+        typer.Option(
+            "--table-context/--no-table-context",
+            help="The encoder reads a table row after its table's title, column header and "
+            "row group. Default: --init-from's, else off.",
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train the scanner on the shared datasets' train splits and/or synthetic examples, and
@@ -531,7 +539,9 @@ def train_command(
         )
         return
     try:
-        encoder, context_tokens = _reading(init_from, encoder, context_tokens)
+        encoder, context_tokens, table_context = _reading(
+            init_from, encoder, context_tokens, table_context
+        )
         args = TrainingArgs(
             model=ScannerConfig(
                 d_model=d_model,
@@ -555,6 +565,7 @@ def train_command(
             sentence_labels=sentence_labels,
             encoder=encoder,
             context_tokens=context_tokens,
+            table_context=table_context,
         )
         report = run_training(args, out, data_cache=data_cache)
     except (ValueError, FileNotFoundError, CheckpointError) as error:
@@ -592,19 +603,23 @@ def _train_token_level(
 
 
 def _reading(
-    init_from: Path | None, encoder: str | None, context_tokens: int | None
-) -> tuple[str, int]:
-    """The encoder and window a training run reads: those given, else those of the
-    checkpoint it fine-tunes (which refuses any other), else the defaults."""
+    init_from: Path | None,
+    encoder: str | None,
+    context_tokens: int | None,
+    table_context: bool | None,
+) -> tuple[str, int, bool]:
+    """The encoder, window and table reading a training run uses: those given, else those
+    of the checkpoint it fine-tunes (which refuses any other), else the defaults."""
     from longscan.encoders.contextual import DEFAULT_WINDOW_TOKENS, parse_name
     from longscan.encoders.minilm import DEFAULT_ENCODER
 
-    base, window = DEFAULT_ENCODER, DEFAULT_WINDOW_TOKENS
+    base, window, tables = DEFAULT_ENCODER, DEFAULT_WINDOW_TOKENS, False
     if init_from is not None:
         from longscan.scanning.checkpoint import read_info
 
-        base, window = parse_name(read_info(init_from)[0].encoder)
-    return encoder or base, context_tokens or window
+        base, window, tables = parse_name(read_info(init_from)[0].encoder)
+    chosen_tables = tables if table_context is None else table_context
+    return encoder or base, context_tokens or window, chosen_tables
 
 
 @app.command(name="train-encoder")

@@ -24,6 +24,12 @@ def data_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def filing_path(data_dir: Path) -> Path:
+    """A real 10-Q (Apple's, flattened to lines): prose, statements and their table rows."""
+    return data_dir / "train-docs" / "sec-full-filings" / "aapl_aapl-10-q-2025-08-01.txt"
+
+
+@pytest.fixture(scope="session")
 def tiny_pairs(data_dir: Path) -> tuple[list[Pair], dict[str, int]]:
     """Cross-encoder pairs mined from four real SQuAD training items (two BM25, two dense
     and one random negative each), and their counts."""

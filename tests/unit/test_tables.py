@@ -13,8 +13,8 @@ from longscan.tables import is_column_header, is_label, is_row, row_context
 
 
 @pytest.fixture(scope="module")
-def filing(data_dir: Path) -> Document:
-    return read_file(data_dir / "train-docs" / "sec-full-filings" / "aapl_aapl-10-q-2025-08-01.txt")
+def filing(filing_path: Path) -> Document:
+    return read_file(filing_path)
 
 
 def test_rows_keep_exact_offsets_and_their_context_lies_above(filing: Document) -> None:

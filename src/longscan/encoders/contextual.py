@@ -6,6 +6,11 @@ of its own tokens' final states) carries its local context. Windows never cross 
 boundary, which makes a paragraph's vectors independent of where it sits in a document:
 they can be cached per paragraph and reused when the same paragraph appears elsewhere
 (training documents are built by shuffling paragraphs, so this saves most of the encoding).
+
+With ``table_context`` (a name ending in ``+rows``), a table row that is a paragraph of its
+own is read after its table's title, column header and row group (``longscan.tables``): those
+tokens lead its window as context and are not pooled, so the row keeps its own vector and
+offsets but knows which table and columns it belongs to.
 """
 
 from __future__ import annotations
@@ -22,22 +27,27 @@ from longscan.encoders.cache import EmbeddingCache, spans_digest
 from longscan.encoders.minilm import SentenceEncoder, get_encoder, unit_rows
 
 DEFAULT_WINDOW_TOKENS = 256  # MiniLM was trained at 256 tokens or fewer
+TABLE_CONTEXT_SUFFIX = "+rows"
+ROW_CONTEXT_SHARE = 2  # a row's table context takes at most 1/2 of its window
 BLOCK_SENTENCES = 2048
 MIN_FILL = 0.95
 """Share of a batch's tokens that must be real (not padding)."""
 Progress = Callable[[int, int], None]  # (sentences encoded so far, sentences to encode)
 
 
-def parse_name(name: str) -> tuple[str, int]:
-    """``ENCODER/ctxN`` (a contextual encoder's name) as ``(ENCODER, N)``.
+def parse_name(name: str) -> tuple[str, int, bool]:
+    """``ENCODER/ctxN`` or ``ENCODER/ctxN+rows`` (a contextual encoder's name) as
+    ``(ENCODER, N, table_context)``.
 
     Raises:
         ValueError: ``name`` is not of that form.
     """
     base, _, context = name.partition("/")
-    if not (base and context.startswith("ctx") and context[3:].isdigit()):
-        raise ValueError(f"{name!r} is no contextual encoder name (ENCODER/ctxN)")
-    return base, int(context[3:])
+    table_context = context.endswith(TABLE_CONTEXT_SUFFIX)
+    window = context.removesuffix(TABLE_CONTEXT_SUFFIX).removeprefix("ctx")
+    if not (base and context.startswith("ctx") and window.isdigit()):
+        raise ValueError(f"{name!r} is no contextual encoder name (ENCODER/ctxN[+rows])")
+    return base, int(window), table_context
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,8 @@ class ContextualSentenceEncoder:
         batch_tokens: Padded tokens per forward batch (bounds activation memory).
         paragraph_cache_size: Paragraph encodings kept in memory for reuse (0: none, the
             right choice for one long document; training sets it high).
+        table_context: Read a table row alone in its paragraph after its table's title,
+            column header and row group.
     """
 
     def __init__(
@@ -66,6 +78,7 @@ class ContextualSentenceEncoder:
         window_tokens: int = DEFAULT_WINDOW_TOKENS,
         batch_tokens: int = 8192,
         paragraph_cache_size: int = 0,
+        table_context: bool = False,
     ) -> None:
         if window_tokens < 8:
             raise ValueError("window_tokens must be at least 8")
@@ -73,6 +86,7 @@ class ContextualSentenceEncoder:
         self.window_tokens = window_tokens
         self.batch_tokens = batch_tokens
         self.paragraph_cache_size = paragraph_cache_size
+        self.table_context = table_context
         self._paragraphs: OrderedDict[str, np.ndarray] = OrderedDict()
         self.encoded_sentences = 0
 
@@ -84,12 +98,13 @@ class ContextualSentenceEncoder:
         Raises:
             ValueError: ``name`` is not of that form, or names an unknown encoder.
         """
-        base, window = parse_name(name)
-        return cls(get_encoder(base), window_tokens=window)
+        base, window, table_context = parse_name(name)
+        return cls(get_encoder(base), window_tokens=window, table_context=table_context)
 
     @property
     def name(self) -> str:
-        return f"{self.encoder.name}/ctx{self.window_tokens}"
+        suffix = TABLE_CONTEXT_SUFFIX if self.table_context else ""
+        return f"{self.encoder.name}/ctx{self.window_tokens}{suffix}"
 
     @property
     def dim(self) -> int:
@@ -123,27 +138,41 @@ class ContextualSentenceEncoder:
         hears after every batch how far the encoding is (a service streams it to the user)."""
         sentences = document.sentences
         owner = document.sentence_paragraph
+        rows = self._row_contexts(document)
         result = np.zeros((len(sentences), self.dim), dtype=np.float32)
-        missing: list[tuple[str, np.ndarray]] = []  # (paragraph key, sentence indices)
+        missing: list[tuple[str, np.ndarray, str]] = []  # (paragraph key, sentences, context)
         for paragraph in np.unique(owner).tolist():
             indices = np.flatnonzero(owner == paragraph)
-            key = self._paragraph_key(document.text, sentences[indices])
+            context = rows.get(int(indices[0]), "") if len(indices) == 1 else ""
+            key = self._paragraph_key(document.text, sentences[indices], context)
             if key in self._paragraphs:
                 self._paragraphs.move_to_end(key)
                 result[indices] = self._paragraphs[key]
             else:
-                missing.append((key, indices))
+                missing.append((key, indices, context))
         if missing:
-            all_indices = np.concatenate([indices for _, indices in missing])
+            all_indices = np.concatenate([indices for _, indices, _ in missing])
             texts = [document.text[s:e] for s, e in sentences[all_indices].tolist()]
-            groups = [len(indices) for _, indices in missing]
-            vectors = self.encode_grouped(texts, groups, progress, on_progress)
+            groups = [len(indices) for _, indices, _ in missing]
+            contexts = [context for _, _, context in missing]
+            vectors = self.encode_grouped(texts, groups, progress, on_progress, contexts)
             result[all_indices] = vectors
             offset = 0
-            for (key, _), size in zip(missing, groups, strict=True):
+            for (key, _, _), size in zip(missing, groups, strict=True):
                 self._remember(key, vectors[offset : offset + size])
                 offset += size
         return result
+
+    def _row_contexts(self, document: Document) -> dict[int, str]:
+        """Each table row's context text (title, column header, row group), with
+        ``table_context``; otherwise none."""
+        if not self.table_context:
+            return {}
+        text, spans = document.text, document.sentences
+        return {
+            row: " ".join(text[spans[i, 0] : spans[i, 1]] for i in units)
+            for row, units in document.row_context.items()
+        }
 
     def encode_grouped(
         self,
@@ -151,8 +180,11 @@ class ContextualSentenceEncoder:
         group_sizes: Sequence[int],
         progress: bool = False,
         on_progress: Progress | None = None,
+        group_contexts: Sequence[str] | None = None,
     ) -> np.ndarray:
         """Encode sentences given as consecutive groups (paragraphs); windows stay in groups.
+        ``group_contexts`` (one text per group, "" for none) leads a group's first window
+        as context that is read but not pooled.
 
         Returns:
             ``(len(texts), dim)`` float32 unit vectors.
@@ -168,9 +200,11 @@ class ContextualSentenceEncoder:
 
             bar = Bar("encoding sentences", total=len(texts)).start()
         encoded = 0
+        contexts = [""] * len(group_sizes) if group_contexts is None else list(group_contexts)
         # Blocks of whole groups keep token ids and windows small on million-token inputs.
-        for first, stop, sizes in self._blocks(group_sizes):
-            windows = self._windows(texts[first:stop], sizes)
+        for first, stop, groups in self._blocks(group_sizes):
+            sizes = [group_sizes[group] for group in groups]
+            windows = self._windows(texts[first:stop], sizes, [contexts[g] for g in groups])
             windows.sort(key=lambda window: len(window.ids))
             for batch in self._batches(windows):
                 self._encode_batch(batch, output[first:stop])
@@ -187,30 +221,43 @@ class ContextualSentenceEncoder:
 
     @staticmethod
     def _blocks(group_sizes: Sequence[int]) -> list[tuple[int, int, list[int]]]:
-        """Consecutive groups in blocks of about ``BLOCK_SENTENCES`` sentences."""
+        """Consecutive groups in blocks of about ``BLOCK_SENTENCES`` sentences: each block's
+        first and end sentence and the indices of its groups."""
         blocks: list[tuple[int, int, list[int]]] = []
-        first, sizes = 0, []
-        for size in group_sizes:
-            sizes.append(size)
-            if sum(sizes) >= BLOCK_SENTENCES:
-                blocks.append((first, first + sum(sizes), sizes))
-                first, sizes = first + sum(sizes), []
-        if sizes:
-            blocks.append((first, first + sum(sizes), sizes))
+        first, sentences, groups = 0, 0, []
+        for group, size in enumerate(group_sizes):
+            groups.append(group)
+            sentences += size
+            if sentences >= BLOCK_SENTENCES:
+                blocks.append((first, first + sentences, groups))
+                first, sentences, groups = first + sentences, 0, []
+        if groups:
+            blocks.append((first, first + sentences, groups))
         return blocks
 
-    def _windows(self, texts: Sequence[str], group_sizes: Sequence[int]) -> list[_Window]:
+    def _windows(
+        self, texts: Sequence[str], group_sizes: Sequence[int], contexts: Sequence[str]
+    ) -> list[_Window]:
         tokenizer = self.encoder.tokenizer
         budget = self.window_tokens - 2
         token_ids = tokenizer.pieces(list(texts), budget)
+        context_ids = dict(
+            zip(
+                (g for g, context in enumerate(contexts) if context),
+                tokenizer.pieces([c for c in contexts if c], budget // ROW_CONTEXT_SHARE),
+                strict=True,
+            )
+        )
         windows: list[_Window] = []
         index = 0
-        for size in group_sizes:
-            ids: list[int] = []
+        for group, size in enumerate(group_sizes):
+            ids: list[int] = list(context_ids.get(group, ()))
             spans: list[tuple[int, int, int]] = []
             for sentence in range(index, index + size):
                 tokens = token_ids[sentence] or [tokenizer.unk_id]
-                if ids and len(ids) + len(tokens) > budget:
+                if not spans and len(ids) + len(tokens) > budget:  # the row before its context
+                    ids = ids[len(ids) + len(tokens) - budget :]
+                if spans and len(ids) + len(tokens) > budget:
                     windows.append(_Window(ids, spans))
                     ids, spans = [], []
                 spans.append((sentence, len(ids) + 1, len(ids) + 1 + len(tokens)))
@@ -252,8 +299,10 @@ class ContextualSentenceEncoder:
             for sentence, first, end in window.sentences:
                 output[sentence] = hidden[row, first:end].mean(axis=0)
 
-    def _paragraph_key(self, text: str, spans: np.ndarray) -> str:
+    def _paragraph_key(self, text: str, spans: np.ndarray, context: str = "") -> str:
         digest = hashlib.sha256()
+        if context:
+            digest.update(context.encode("utf-8", "surrogatepass") + b"\x1e")
         for start, end in spans.tolist():
             digest.update(text[start:end].encode("utf-8", "surrogatepass"))
             digest.update(b"\x1f")

@@ -42,6 +42,8 @@ class TrainingArgs:
         encoder: The sentence encoder whose vectors the scanner learns to read
             (``all-MiniLM-L6-v2``, or ``all-MiniLM-L6-v2+int8``, its faster int8 export).
         context_tokens: Tokens of paragraph context each window of the encoder reads.
+        table_context: The encoder reads a table row after its table's title, column
+            header and row group (``ContextualSentenceEncoder``).
     """
 
     model: ScannerConfig = field(default_factory=ScannerConfig)
@@ -66,6 +68,7 @@ class TrainingArgs:
     sentence_labels: bool = False
     encoder: str = DEFAULT_ENCODER
     context_tokens: int = DEFAULT_WINDOW_TOKENS
+    table_context: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

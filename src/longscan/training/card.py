@@ -33,12 +33,17 @@ def model_card(report: dict[str, Any], command: str) -> str:
         f"| {row['epoch']} | {row['dev_loss']:.4f} | {row['dev_top10_hit']:.3f} |"
         for row in report["dev_metrics"]
     )
+    tables = (
+        "; a table row alone on its line is read after its title, column header and row group"
+        if args.get("table_context")
+        else ""
+    )
     return f"""# longscan scanner ({direction}, MiniLM sentence vectors)
 
 A sentence-level Mamba-2 scanner: {model["n_layers"]} layers per direction, d_model
 {model["d_model"]}, d_state {model["d_state"]}, {model["n_features"]} per-sentence features
 per step ({features}), over contextual {args.get("encoder", "all-MiniLM-L6-v2")} sentence
-vectors (paragraph-aligned {args.get("context_tokens", 256)}-token windows). Trained from
+vectors (paragraph-aligned {args.get("context_tokens", 256)}-token windows{tables}). Trained from
 scratch on CPU by longscan
 {report["longscan_version"]}.
 
@@ -100,6 +105,11 @@ def ensemble_card(reports: list[dict[str, Any]], first_card: str, command: str) 
         for i, r in enumerate(reports)
     )
     member = first_card.replace("\n#", "\n##").removeprefix("# ")
+    tables = (
+        "; a table row alone on its line is read after its title, column header and row group"
+        if args.get("table_context")
+        else ""
+    )
     return f"""# longscan scanner ensemble ({len(reports)} members)
 
 A sentence's logit is the mean of the logits of {len(reports)} scanners trained by one recipe

@@ -50,6 +50,7 @@ def _data_key(args: TrainingArgs) -> str:
         args.sentence_labels,
         args.encoder,
         args.context_tokens,
+        args.table_context,
         FEATURE_NAMES,  # the cached data holds every feature column,
         _file_digest(Path(features_module.__file__)),  # computed by this code
         tuple(_file_digest(Path(path)) for path in args.synthetic),
@@ -70,7 +71,10 @@ def build_data(
     if folder is not None and (folder / "dev" / "data.json").is_file():
         return TrainingSet.load(folder / "train"), TrainingSet.load(folder / "dev")
     encoder = ContextualSentenceEncoder(
-        get_encoder(args.encoder), window_tokens=args.context_tokens, paragraph_cache_size=500_000
+        get_encoder(args.encoder),
+        window_tokens=args.context_tokens,
+        paragraph_cache_size=500_000,
+        table_context=args.table_context,
     )
     vectors = None if cache is None else EmbeddingCache(cache / "vectors", max_items=0)
     fingerprints = evaluation_fingerprints(data_dir)

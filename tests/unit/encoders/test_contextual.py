@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import longscan.encoders.contextual as contextual
-from longscan.documents import Document
+from longscan.documents import Document, read_file
 from longscan.encoders import get_encoder
 from longscan.encoders.contextual import ContextualSentenceEncoder
 
@@ -51,7 +51,7 @@ def test_batches_keep_padding_small_on_many_short_paragraphs(encoder, novel) -> 
     every window is encoded once."""
     lines = [s for s in novel.sentence_texts() if s.strip()][:400]
     texts = [line[: 5 + (7 * i) % 400] for i, line in enumerate(lines)]
-    windows = encoder._windows(texts, [1] * len(texts))
+    windows = encoder._windows(texts, [1] * len(texts), [""] * len(texts))
     windows.sort(key=lambda window: len(window.ids))
     batches = encoder._batches(windows)
     assert [w for batch in batches for w in batch] == windows
@@ -76,3 +76,23 @@ def test_a_checkpoints_encoder_name_gives_back_that_encoder(novel) -> None:
             ContextualSentenceEncoder.from_name(wrong)
     with pytest.raises(ValueError, match="unknown encoder"):
         ContextualSentenceEncoder.from_name("bge-small/ctx256")
+
+
+def test_a_table_row_reads_after_its_title_header_and_group(filing_path) -> None:
+    """On a real 10-Q, ``+rows`` changes only the vectors of table rows alone on their line,
+    and a row that reads "Services 6,698 6,296 ..." under "Cost of sales:" becomes the
+    Services row closest to a question about the cost of services; read alone it was not."""
+    plain = ContextualSentenceEncoder(get_encoder(), 128)
+    rows = ContextualSentenceEncoder.from_name("all-MiniLM-L6-v2/ctx128+rows")
+    assert rows.table_context and rows.name == "all-MiniLM-L6-v2/ctx128+rows"
+    filing = read_file(filing_path)
+    assert plain.cache_key(filing) != rows.cache_key(filing)  # never each other's vectors
+    before, after = plain.encode_document(filing), rows.encode_document(filing)
+    texts = filing.sentence_texts()
+    changed = np.flatnonzero((before * after).sum(axis=1) < 1 - 1e-5)
+    assert len(changed) > 50 and set(changed.tolist()) <= set(filing.row_context)
+    services = [i for i in filing.row_context if texts[i].startswith("Services ")]
+    cost = next(i for i in services if texts[filing.row_context[i][-1]] == "Cost of sales:")
+    question = get_encoder().encode(["cost of sales for services"])[0]
+    assert max(services, key=lambda i: after[i] @ question) == cost
+    assert max(services, key=lambda i: before[i] @ question) != cost
