@@ -105,11 +105,6 @@ def ensemble_card(reports: list[dict[str, Any]], first_card: str, command: str) 
         for i, r in enumerate(reports)
     )
     member = first_card.replace("\n#", "\n##").removeprefix("# ")
-    tables = (
-        "; a table row alone on its line is read after its title, column header and row group"
-        if args.get("table_context")
-        else ""
-    )
     return f"""# longscan scanner ensemble ({len(reports)} members)
 
 A sentence's logit is the mean of the logits of {len(reports)} scanners trained by one recipe
