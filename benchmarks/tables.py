@@ -1,4 +1,4 @@
-"""How filings are cut into units, and whether table context helps the cross-encoder read rows.
+"""How filings are cut into units, and whether table context helps the readers read rows.
 
     python benchmarks/tables.py [--data-dir ../shared/data] [--probes 300] [--seed 0]
 
@@ -11,9 +11,11 @@ Part 2 is a probe of row reading built from the training filings (never from ``c
 It takes rows whose label (the words before the first figure, such as "Services") occurs in
 two or more row groups of the same filing ("Net sales:" and "Cost of sales:"). The question is
 "What was the <group> for <label>?". The candidates are every row of that filing with that
-label. Top-1 is counted with each row read alone and with its table context
-(``sentence_in_context``). The questions come from a template, so this is a diagnostic of one
-skill, not a benchmark of answers.
+label. Top-1 is counted for the cross-encoder with each row read alone and with its table
+context (``sentence_in_context``), and for the scanner's sentence vectors (the shipped
+checkpoint's encoder, cosine to the question's vector) read as shipped and with ``+rows``.
+The questions come from a template, so this is a diagnostic of one skill, not a benchmark of
+answers.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from longscan.documents import Document, read_file
+from longscan.encoders.contextual import TABLE_CONTEXT_SUFFIX, ContextualSentenceEncoder
 from longscan.progress import track
 from longscan.rerankers.cross_encoder import get_reranker
+from longscan.scanning.checkpoint import default_checkpoint_dir, read_info
 from longscan.tables import is_row, row_label
 
 FOLDERS = ("train-docs/sec-full-filings", "train-docs/cuad", "corpus/loong-docs/financial")
@@ -97,15 +101,31 @@ def row_reading(data_dir: Path, limit: int, seed: int) -> None:
         ):
             scores = reranker.score(question, passages)
             right[name] += candidates[int(np.argmax(scores))] == answer
+    shipped = read_info(default_checkpoint_dir())[0].encoder
+    for name in (shipped, shipped + TABLE_CONTEXT_SUFFIX):
+        right[name] = vector_reading(ContextualSentenceEncoder.from_name(name), chosen)
     sizes = [len(c) for _, _, c, _ in chosen]
     chance = np.mean([1 / size for size in sizes])
     print(
         f"\n{len(chosen)} probes from {len(files)} filings (of {len(every)}), "
         f"{np.mean(sizes):.1f} candidate rows each (chance {chance:.2f})"
     )
-    print("\n| row read | top-1 right |\n|---|---:|")
-    for name in ("alone", "with table context"):
-        print(f"| {name} | {right[name] / len(chosen):.3f} ({right[name]} of {len(chosen)}) |")
+    print("\n| reader | row read | top-1 right |\n|---|---|---:|")
+    for name, count in right.items():
+        reader = "sentence vectors" if "/ctx" in name else "cross-encoder"
+        print(f"| {reader} | {name} | {count / len(chosen):.3f} ({count} of {len(chosen)}) |")
+
+
+def vector_reading(encoder: ContextualSentenceEncoder, chosen: list) -> int:
+    """Probes whose right row has the sentence vector closest to the question's."""
+    vectors: dict[str, np.ndarray] = {}
+    right = 0
+    for document, question, candidates, answer in track(chosen, encoder.name):
+        if document.id not in vectors:
+            vectors[document.id] = encoder.encode_document(document)
+        scores = vectors[document.id][candidates] @ encoder.encoder.encode([question])[0]
+        right += candidates[int(np.argmax(scores))] == answer
+    return right
 
 
 def main() -> None:
