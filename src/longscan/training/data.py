@@ -354,14 +354,18 @@ def synthetic_training_set(
     fingerprints: set[bytes] | None = None,
     threshold: float = 0.01,
     progress: bool = True,
+    cache: EmbeddingCache | None = None,
 ) -> TrainingSet:
-    """``longscan synth`` examples as tensors, decontaminated like the dataset examples."""
+    """``longscan synth`` examples as tensors, decontaminated like the dataset examples; a
+    span that several examples share (or a file named twice) is encoded once, through
+    ``cache`` when given, so later runs encode nothing."""
     manifest: dict[str, Any] = {
         "split": "synthetic",
         "encoder": encoder.name,
         "sources": {},
         "dropped_contaminated": 0,
     }
+    documents: dict[str, int] = {}
     doc_list: list[Document] = []
     rows: list[tuple[str, int, np.ndarray, str]] = []
     for example in examples:
@@ -369,14 +373,17 @@ def synthetic_training_set(
         counts = manifest["sources"].setdefault(
             f"synthetic/{example.strategy}", {"kept": 0, "dropped": 0}
         )
-        if fingerprints is not None and contamination(document, fingerprints) > threshold:
-            counts["dropped"] += 1
-            manifest["dropped_contaminated"] += 1
-            continue
-        rows.append((example.question, len(doc_list), labels, f"synthetic/{example.strategy}"))
-        doc_list.append(document)
+        index = documents.get(document.content_hash)
+        if index is None:
+            if fingerprints is not None and contamination(document, fingerprints) > threshold:
+                counts["dropped"] += 1
+                manifest["dropped_contaminated"] += 1
+                continue
+            index = documents[document.content_hash] = len(doc_list)
+            doc_list.append(document)
+        rows.append((example.question, index, labels, f"synthetic/{example.strategy}"))
         counts["kept"] += 1
-    return _assemble(encoder, doc_list, rows, manifest, "synthetic", progress)
+    return _assemble(encoder, doc_list, rows, manifest, "synthetic", progress, cache)
 
 
 def concatenate(first: TrainingSet, second: TrainingSet) -> TrainingSet:

@@ -103,7 +103,7 @@ def build_data(
         kept = [e for e in synthetic if args.datasets or e.id not in dev_ids]
         parts.append(
             synthetic_training_set(
-                encoder, kept, fingerprints, args.decontamination_threshold, progress
+                encoder, kept, fingerprints, args.decontamination_threshold, progress, vectors
             )
         )
     if not parts:
@@ -124,7 +124,7 @@ def build_data(
             vectors,
         )
     else:  # synthetic only: a hash-split slice of the examples, never trained on
-        dev_set = synthetic_training_set(encoder, held_out, None, progress=progress)
+        dev_set = synthetic_training_set(encoder, held_out, None, progress=progress, cache=vectors)
     if folder is not None:
         train_set.save(folder / "train")
         dev_set.save(folder / "dev")

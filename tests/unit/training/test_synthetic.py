@@ -186,6 +186,38 @@ def test_local_model_end_to_end_then_a_few_training_steps(
     assert history["optimizer_steps"] > 0 and all(math.isfinite(x) for x in history["loss"])
 
 
+def test_a_file_named_twice_weighs_twice_and_its_spans_are_encoded_once(
+    scripted, source: syn.SourceDocument, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from longscan.encoders import get_encoder
+    from longscan.encoders.cache import EmbeddingCache
+    from longscan.encoders.contextual import ContextualSentenceEncoder
+    from longscan.training.data import synthetic_training_set
+
+    reply = json.dumps({"question": "What did the Rabbit take out of its pocket?", "relevant": [0]})
+    _, client = scripted([(200, completion_body(reply), 0)])
+    vectors = syn.chunk_vectors([source])
+    requests = syn.plan([source], "chunk", 3, SETTINGS, vectors)
+    out = tmp_path / "examples.jsonl"
+    syn.write_examples(syn.generate(client, requests, SETTINGS, syn.SynthStats()), out)
+    examples = syn.read_examples(out)
+    assert len({e.text for e in examples}) == len(examples) > 1  # three distinct spans
+    encoder = ContextualSentenceEncoder(get_encoder())
+    cache = EmbeddingCache(tmp_path / "vectors", max_items=0)
+    once = synthetic_training_set(encoder, examples, progress=False, cache=cache)
+    monkeypatch.setattr(encoder, "encode_document", _never_called)  # the cache must answer
+    twice = synthetic_training_set(encoder, [*examples, *examples], progress=False, cache=cache)
+    assert len(twice.vectors) == len(once.vectors) == len(examples)
+    assert len(twice.labels) == 2 * len(once.labels)
+    assert twice.document_of == [*once.document_of, *once.document_of]
+    for a, b in zip(once.vectors, twice.vectors, strict=True):
+        assert torch.equal(a, b)
+
+
+def _never_called(*args: object, **kwargs: object) -> None:
+    raise AssertionError("encoded a document the cache holds")
+
+
 def test_one_command_fine_tunes_the_shipped_checkpoint_on_synthetic_examples(
     scripted, source: syn.SourceDocument, tmp_path: Path
 ) -> None:
