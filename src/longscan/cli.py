@@ -451,7 +451,10 @@ def train_command(
     ] = "squad,hotpotqa,musique",
     synthetic: Annotated[
         list[Path] | None,
-        typer.Option("--synthetic", help="`longscan synth` JSONL to mix in; repeatable."),
+        typer.Option(
+            "--synthetic",
+            help="`longscan synth` JSONL to mix in; repeatable (a file named twice weighs twice).",
+        ),
     ] = None,
     init_from: Annotated[
         Path | None,
