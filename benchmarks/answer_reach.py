@@ -1,0 +1,83 @@
+"""How many items of an answer-only benchmark any evidence could ever hit (``ahit``'s ceiling).
+
+    python benchmarks/answer_reach.py [-b loong -b leval-financial] [--data-dir ../shared/data]
+        [-r scanner -r dense-chunk ...] [--budgets 300,1000,2000]
+
+``ahit@B`` counts an item when the normalised reference answer occurs in one budgeted unit.
+Where an answer is a JSON list or table, a sentence or a free-form paragraph, no unit of any
+document holds it, and no retriever can hit the item at any budget. Per item this prints the
+number of units that hold the answer, and the first of them, so a reader sees what a hit
+means there (a figure in a table row, or a company's name in a report's heading). With
+``-r``, each retriever ranks the reachable items' documents and the unit that hits at each
+budget is printed, so a hit can be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from longscan.bench.builders import build_benchmark
+from longscan.bench.items import QAItem
+from longscan.evaluation.budgets import budget_evidence
+from longscan.evaluation.gold import contains_answer
+from longscan.retrievers.registry import get_retriever
+
+
+def reach(benchmark: str, data_dir: str | None) -> list[QAItem]:
+    """Print each item's units that hold its answer; the items with any."""
+    items = build_benchmark(benchmark, data_dir=data_dir)
+    reachable: list[QAItem] = []
+    print(f"\n{benchmark}: {len(items)} items")
+    for item in items:
+        holding = [
+            (document.id, text)
+            for document in item.documents
+            for text in document.sentence_texts()
+            if contains_answer(text, item.answers)
+        ]
+        if holding:
+            reachable.append(item)
+        first = f"{holding[0][0][:40]}: {holding[0][1][:60]!r}" if holding else "-"
+        answer = item.answers[0].replace("\n", " ")[:40]
+        print(f"  {item.id[:24]:24} {answer!r:44} units {len(holding):3}  {first}")
+    print(f"{benchmark}: {len(reachable)} of {len(items)} items can be hit at all")
+    return reachable
+
+
+def hits(items: list[QAItem], retriever: str, budgets: list[int]) -> None:
+    """Per reachable item and budget: the first budgeted unit that holds the answer."""
+    ranker = get_retriever(retriever)
+    found = dict.fromkeys(budgets, 0)
+    for item in items:
+        ranked = ranker.retrieve(item.query, item.documents)
+        for budget in budgets:
+            unit = next(
+                (
+                    u
+                    for u in budget_evidence(ranked, budget)
+                    if contains_answer(u.text, item.answers)
+                ),
+                None,
+            )
+            found[budget] += unit is not None
+            text = "-" if unit is None else f"{unit.doc_id[:30]}: {unit.text[:70]!r}"
+            print(f"  {retriever:14} {item.id[:12]} @{budget:<5} {text}")
+    print(f"  {retriever}: " + ", ".join(f"{found[b]} hit @{b}" for b in budgets))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-b", "--benchmark", action="append", help="repeatable")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("-r", "--retriever", action="append", default=[], help="repeatable")
+    parser.add_argument("--budgets", default="300,1000,2000", help="words, comma-separated")
+    args = parser.parse_args()
+    budgets = [int(b) for b in args.budgets.split(",")]
+    for benchmark in args.benchmark or ["loong", "leval-financial"]:
+        reachable = reach(benchmark, args.data_dir)
+        for retriever in args.retriever:
+            hits(reachable, retriever, budgets)
+
+
+if __name__ == "__main__":
+    main()
