@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from longscan.documents import Document, read_file
+from longscan.answering.pipelines import format_evidence
+from longscan.documents import Document, Evidence, read_file
 from longscan.rerankers.cross_encoder import sentence_in_context
 from longscan.tables import is_column_header, is_label, is_row, row_context
 
@@ -47,3 +48,26 @@ def test_prose_is_neither_row_nor_label() -> None:
     assert is_row("Gross margin 43,718 39,678 146,860 136,804") and is_label("Net sales:")
     document = Document("d", "Revenue grew.\n\nIt grew again in 2024 and 2025, by 3% and 4%.")
     assert row_context(document) == {}
+
+
+def test_a_row_given_as_evidence_is_shown_to_the_answerer_with_its_table(
+    filing: Document,
+) -> None:
+    texts = filing.sentence_texts()
+    row = next(i for i, t in enumerate(texts) if t.startswith("Services 6,698 6,296"))
+    prose = next(i for i, t in enumerate(texts) if t.endswith(".") and len(t.split()) > 12)
+
+    def unit(index: int, end: int | None = None) -> Evidence:
+        start, stop = filing.sentences[index].tolist()
+        return Evidence.of(filing, start, stop if end is None else end, 1.0, index)
+
+    row_line, next_row_line, chunk_line, prose_line = format_evidence(
+        [unit(row), unit(row + 1), unit(row, filing.sentences[row + 1][1]), unit(prose)],
+        [filing],
+    ).splitlines()
+    assert row_line.startswith(f"[1] ({filing.id}) {' '.join(texts[row].split())} {{CONDENSED")
+    assert row_line.endswith("| Cost of sales:}") and "2025" in row_line
+    assert filing.row_context[row + 1] == filing.row_context[row]
+    assert "{" not in next_row_line  # the same table, said once
+    assert "{" not in chunk_line and "{" not in prose_line  # a chunk, and prose, get none
+    assert format_evidence([unit(row)]) == f"[1] ({filing.id}) {' '.join(texts[row].split())}"

@@ -47,12 +47,36 @@ def in_document_order(
     return sorted(evidence, key=lambda e: (rank.get(e.doc_id, len(rank)), e.start))
 
 
-def format_evidence(evidence: Sequence[Evidence]) -> str:
-    """``[n] (document id) text`` lines; n is what the answer cites."""
-    return "\n".join(
-        f"[{n}] ({item.doc_id}) {' '.join(item.text.split())}"
-        for n, item in enumerate(evidence, start=1)
-    )
+def table_context(document: Document, evidence: Evidence) -> str:
+    """The title, column header and row group of a table row given as evidence
+    (``longscan.tables``), joined by " | "; "" for any other unit. A row of figures alone does
+    not say what they are. Only a unit that is exactly one of the document's sentences is
+    looked up, so a chunk that starts on a row is never given that row's context."""
+    if not 0 <= evidence.unit < len(document.sentences):
+        return ""
+    start, end = document.sentences[evidence.unit].tolist()
+    lines = document.row_context.get(evidence.unit, ())
+    if (start, end) != (evidence.start, evidence.end) or not lines:
+        return ""
+    texts = (document.text[slice(*document.sentences[line].tolist())] for line in lines)
+    return " | ".join(" ".join(text.split()) for text in texts)
+
+
+def format_evidence(evidence: Sequence[Evidence], documents: Sequence[Document] = ()) -> str:
+    """``[n] (document id) text`` lines; n is what the answer cites. A table row of one of
+    ``documents`` is followed by its ``table_context`` in braces, unless the line above gave
+    the same one (rows of one table in document order)."""
+    by_id = {document.id: document for document in documents}
+    lines, shown = [], ""
+    for n, item in enumerate(evidence, start=1):
+        line = f"[{n}] ({item.doc_id}) {' '.join(item.text.split())}"
+        document = by_id.get(item.doc_id)
+        context = "" if document is None else table_context(document, item)
+        if context and context != shown:
+            line += f" {{{context}}}"
+        lines.append(line)
+        shown = context
+    return "\n".join(lines)
 
 
 def parse_citations(text: str, evidence: Sequence[Evidence]) -> list[Evidence]:
@@ -72,7 +96,9 @@ def answer_with_evidence(
 ) -> Answer:
     ordered = in_document_order(evidence, documents)
     completion = client.chat(
-        ANSWER_WITH_EVIDENCE.messages(evidence=format_evidence(ordered), question=question)
+        ANSWER_WITH_EVIDENCE.messages(
+            evidence=format_evidence(ordered, documents), question=question
+        )
     )
     return Answer(
         completion.text, ordered, parse_citations(completion.text, ordered), mode="evidence"

@@ -33,9 +33,10 @@ class Prompt:
 
 ANSWER_WITH_EVIDENCE = Prompt(
     "answer-with-evidence",
-    1,
+    2,
     "You answer questions about long documents using only the numbered evidence given. "
     "Cite the evidence you use by its number in square brackets, e.g. [3] or [2][5]. "
+    "A table row is followed by its table's title, column header and row group in braces. "
     "If the evidence does not contain the answer, say so.",
     "Evidence (in document order):\n{evidence}\n\nQuestion: {question}\n\n"
     "Answer briefly, citing evidence numbers.",
