@@ -25,10 +25,17 @@ def model_card(report: dict[str, Any], command: str) -> str:
     objective = "Weighted BCE (pos_weight = #neg/#pos per batch)"
     if args.get("listwise"):
         objective += f" + {args['listwise']} × listwise softmax over each document's sentences"
+    datasets, synthetic = (
+        (None, train) if train["split"] == "synthetic" else (train, train.get("synthetic"))
+    )
+    parts = [part for part in (datasets, synthetic) if part]
     sources = "\n".join(
         f"| {name} | {counts['kept']} | {counts['dropped']} |"
-        for name, counts in train["sources"].items()
+        for part in parts
+        for name, counts in part["sources"].items()
     )
+    sentences = sum(part["sentences"] for part in parts)
+    positive_rate = sum(part["positive_rate"] * part["sentences"] for part in parts) / sentences
     dev_rows = "\n".join(
         f"| {row['epoch']} | {row['dev_loss']:.4f} | {row['dev_top10_hit']:.3f} |"
         for row in report["dev_metrics"]
@@ -57,21 +64,18 @@ Seed {args["seed"]}; builder seeds {args["seeds"]}; {report["machine"]}.
 
 ## Data
 
-Long documents of {", ".join(str(w) for w in args["lengths_words"])} words (≈2k/5k/10k tokens)
-built from the *train* splits of {", ".join(args["datasets"])} in `../shared/data`
-(SQuAD split by article, HotpotQA by file, MuSiQue by question id), each question's own
-paragraphs mixed with distractor paragraphs of other train questions. Sentence labels: the
-sentence overlaps a gold span (SQuAD answer, HotpotQA supporting sentence, {musique}).
+{_datasets_text(args, musique) if datasets else ""}{_synthetic_text(synthetic)}
 Decontamination: a document sharing more than
 {args["decontamination_threshold"]:.0%} of its sentences with any development or benchmark
 document (SQuAD/HotpotQA/MuSiQue dev, L-Eval, Loong) is dropped.
 
-| source/words/seed | examples kept | documents dropped as contaminated |
+| source | examples kept | documents dropped as contaminated |
 |---|---:|---:|
 {sources}
 
-Training: {train["examples"]} examples over {train["documents"]} documents
-({train["sentences"]:,} sentences, {train["positive_rate"]:.2%} positive).
+Training: {sum(part["examples"] for part in parts)} examples over
+{sum(part["documents"] for part in parts)} documents
+({sentences:,} sentences, {positive_rate:.2%} positive).
 Development: {dev["examples"]} examples from the dev splits.
 
 ## Optimisation
@@ -93,6 +97,26 @@ Time: data and encoding {report["seconds_data"]:.0f} s, training
 
 Benchmark results against every baseline (development split) are in the repository's
 BENCHMARKS.md.
+"""
+
+
+def _datasets_text(args: dict[str, Any], musique: str) -> str:
+    return f"""Long documents of {", ".join(str(w) for w in args["lengths_words"])} words \
+(≈2k/5k/10k tokens) built from the *train* splits of {", ".join(args["datasets"])} in
+`../shared/data` (SQuAD split by article, HotpotQA by file, MuSiQue by question id), each
+question's own paragraphs mixed with distractor paragraphs of other train questions (rows
+dataset/words/seed below). Sentence labels: the sentence overlaps a gold span (SQuAD answer,
+HotpotQA supporting sentence, {musique}).
+"""
+
+
+def _synthetic_text(synthetic: dict[str, Any] | None) -> str:
+    if not synthetic:
+        return ""
+    return f"""Synthetic examples (`longscan synth` files, each as often as it was named; rows
+synthetic/strategy below): {synthetic["examples"]} LLM-written questions over
+{synthetic["documents"]} distinct spans, labelled with the sentences the question was written
+from.
 """
 
 

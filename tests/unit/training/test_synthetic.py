@@ -252,6 +252,10 @@ def test_one_command_fine_tunes_the_shipped_checkpoint_on_synthetic_examples(
     )
     manifest = json.loads((out / "training.json").read_text())["train_manifest"]
     assert manifest["split"] == "synthetic" and manifest["sources"]["synthetic/chunk"]["kept"] >= 9
+    card = (out / "MODEL_CARD.md").read_text()  # says what was trained on, and nothing else
+    kept = manifest["sources"]["synthetic/chunk"]["kept"]
+    assert f"| synthetic/chunk | {kept} |" in card and "train* splits" not in card
+    assert f"Training: {manifest['examples']} examples" in card
 
 
 def test_a_refused_request_is_a_counted_drop_but_an_outage_stops_the_run(
