@@ -413,6 +413,14 @@ def train_command(
         int, typer.Option(min=1, help="Examples per (dataset, length, seed).")
     ] = 250,
     seeds: Annotated[str, typer.Option(help="Builder seeds, comma-separated.")] = "0,1,2,3",
+    lengths: Annotated[
+        str,
+        typer.Option(
+            help="Lengths of the documents built from the datasets, in words, comma-separated; "
+            "a short one (150) gives single SQuAD paragraphs and the questions' own "
+            "paragraphs alone."
+        ),
+    ] = "1500,3800,7700",
     bidirectional: Annotated[
         bool, typer.Option("--bidirectional/--causal", help="Add the reversed pass.")
     ] = False,
@@ -556,6 +564,7 @@ def train_command(
                 dropout=dropout,
             ),
             seeds=split_seeds,
+            lengths_words=_lengths(lengths),
             max_per_source=max_per_source,
             epochs=epochs,
             lr=lr or 2e-3,
@@ -575,6 +584,18 @@ def train_command(
         raise _fail(str(error)) from None
     console.print_json(json.dumps({k: report[k] for k in ("dev_metrics", "seconds_total")}))
     console.print(f"wrote {out}", highlight=False)
+
+
+def _lengths(text: str) -> tuple[int, ...]:
+    """``--lengths`` as positive word counts.
+
+    Raises:
+        ValueError: a value that is not a positive whole number.
+    """
+    words = tuple(int(value) for value in text.split(",") if value.strip().isdigit())
+    if not words or len(words) != len(text.split(",")) or min(words) < 1:
+        raise ValueError(f"--lengths takes positive word counts, comma-separated, not {text!r}")
+    return words
 
 
 def _train_token_level(

@@ -323,3 +323,17 @@ def test_a_first_scan_shows_sentences_and_time_left_and_json_stays_clean(
     again = runner.invoke(app, [*args[:3], "What did the Cat say?", *args[4:]])
     assert again.exit_code == 0 and json.loads(again.stdout)["evidence"]
     assert "encoding sentences" not in screen.getvalue()
+
+
+def test_train_lengths_default_to_the_recipe_and_refuse_what_is_no_length(tmp_path) -> None:
+    import inspect
+
+    from longscan.cli import _lengths, train_command
+    from longscan.training.args import LENGTHS_WORDS
+
+    default = inspect.signature(train_command).parameters["lengths"].default
+    assert _lengths(default) == LENGTHS_WORDS and _lengths("150, 1500") == (150, 1500)
+    for wrong in ("150,abc", "0", "", "150,,1500"):
+        result = CliRunner().invoke(app, ["train", "--out", str(tmp_path), "--lengths", wrong])
+        assert result.exit_code != 0 and "--lengths takes positive word counts" in result.output
+    assert not any(tmp_path.iterdir())  # refused before anything was built or written
