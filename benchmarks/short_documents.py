@@ -29,7 +29,9 @@ def items(count: int, data_dir: str | None) -> list[tuple[str, Document, tuple[i
     found = []
     for article in squad_articles("dev", data_dir=data_dir):
         for number, paragraph in enumerate(article.paragraphs):
-            if not paragraph.questions or len(found) == count:
+            if len(found) == count:
+                return found
+            if not paragraph.questions:
                 continue
             question = paragraph.questions[0]
             text, start = question.answers[0]

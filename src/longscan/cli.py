@@ -592,10 +592,10 @@ def _lengths(text: str) -> tuple[int, ...]:
     Raises:
         ValueError: a value that is not a positive whole number.
     """
-    words = tuple(int(value) for value in text.split(",") if value.strip().isdigit())
-    if not words or len(words) != len(text.split(",")) or min(words) < 1:
+    values = text.split(",")
+    if not all(value.strip().isdigit() and int(value) > 0 for value in values):
         raise ValueError(f"--lengths takes positive word counts, comma-separated, not {text!r}")
-    return words
+    return tuple(int(value) for value in values)
 
 
 def _train_token_level(

@@ -67,6 +67,13 @@ def is_label(text: str) -> bool:
     )
 
 
+def context_texts(document: Document, row: int) -> list[str]:
+    """The text of each unit that gives ``row`` its meaning (``row_context``), in order; none
+    for a unit that is no table row with context."""
+    spans = document.sentences
+    return [document.text[spans[i, 0] : spans[i, 1]] for i in document.row_context.get(row, ())]
+
+
 def row_context(document: Document) -> dict[int, tuple[int, ...]]:
     """For each table row among the document's units, the units that give it meaning, in
     document order: the table's title (the nearest label line above the column header, or

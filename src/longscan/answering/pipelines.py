@@ -20,6 +20,7 @@ from longscan.answering.prompts import ANSWER_WINDOW, ANSWER_WITH_EVIDENCE, MERG
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.documents import Document, Evidence
 from longscan.scanning.scanner import SlidingWindow
+from longscan.tables import context_texts
 
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 NOT_FOUND = "NOT FOUND"
@@ -54,12 +55,9 @@ def table_context(document: Document, evidence: Evidence) -> str:
     looked up, so a chunk that starts on a row is never given that row's context."""
     if not 0 <= evidence.unit < len(document.sentences):
         return ""
-    start, end = document.sentences[evidence.unit].tolist()
-    lines = document.row_context.get(evidence.unit, ())
-    if (start, end) != (evidence.start, evidence.end) or not lines:
+    if tuple(document.sentences[evidence.unit].tolist()) != (evidence.start, evidence.end):
         return ""
-    texts = (document.text[slice(*document.sentences[line].tolist())] for line in lines)
-    return " | ".join(" ".join(text.split()) for text in texts)
+    return " | ".join(" ".join(text.split()) for text in context_texts(document, evidence.unit))
 
 
 def format_evidence(evidence: Sequence[Evidence], documents: Sequence[Document] = ()) -> str:

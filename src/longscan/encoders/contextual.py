@@ -25,6 +25,7 @@ import numpy as np
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, spans_digest
 from longscan.encoders.minilm import SentenceEncoder, get_encoder, unit_rows
+from longscan.tables import context_texts
 
 DEFAULT_WINDOW_TOKENS = 256  # MiniLM was trained at 256 tokens or fewer
 TABLE_CONTEXT_SUFFIX = "+rows"
@@ -168,11 +169,7 @@ class ContextualSentenceEncoder:
         ``table_context``; otherwise none."""
         if not self.table_context:
             return {}
-        text, spans = document.text, document.sentences
-        return {
-            row: " ".join(text[spans[i, 0] : spans[i, 1]] for i in units)
-            for row, units in document.row_context.items()
-        }
+        return {row: " ".join(context_texts(document, row)) for row in document.row_context}
 
     def encode_grouped(
         self,
