@@ -522,6 +522,15 @@ def train_command(
             "row group. Default: --init-from's, else off.",
         ),
     ] = None,
+    evidence_first: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Share of the --synthetic examples cut to begin at their first labelled "
+            "sentence (their spans never do otherwise).",
+        ),
+    ] = 0.0,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train the scanner on the shared datasets' train splits and/or synthetic examples, and
@@ -578,6 +587,7 @@ def train_command(
             encoder=encoder,
             context_tokens=context_tokens,
             table_context=table_context,
+            evidence_first=evidence_first,
         )
         report = run_training(args, out, data_cache=data_cache)
     except (ValueError, FileNotFoundError, CheckpointError) as error:

@@ -42,6 +42,8 @@ class TrainingArgs:
         encoder: The sentence encoder whose vectors the scanner learns to read
             (``all-MiniLM-L6-v2``, or ``all-MiniLM-L6-v2+int8``, its faster int8 export).
         context_tokens: Tokens of paragraph context each window of the encoder reads.
+        evidence_first: Share of the synthetic examples cut to begin at their first
+            labelled sentence (``begin_some_at_evidence``); their spans never do otherwise.
         table_context: The encoder reads a table row after its table's title, column
             header and row group (``ContextualSentenceEncoder``).
     """
@@ -69,6 +71,7 @@ class TrainingArgs:
     encoder: str = DEFAULT_ENCODER
     context_tokens: int = DEFAULT_WINDOW_TOKENS
     table_context: bool = False
+    evidence_first: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

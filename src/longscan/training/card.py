@@ -116,7 +116,8 @@ def _synthetic_text(synthetic: dict[str, Any] | None) -> str:
     return f"""Synthetic examples (`longscan synth` files, each as often as it was named; rows
 synthetic/strategy below): {synthetic["examples"]} LLM-written questions over
 {synthetic["documents"]} distinct spans, labelled with the sentences the question was written
-from.
+from; {synthetic.get("starting_at_evidence", 0)} of them cut to begin at their first labelled
+sentence (`--evidence-first`).
 """
 
 

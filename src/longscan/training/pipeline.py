@@ -31,7 +31,7 @@ from longscan.training.data import (
     evaluation_fingerprints,
     synthetic_training_set,
 )
-from longscan.training.synthetic import read_examples
+from longscan.training.synthetic import begin_some_at_evidence, read_examples
 from longscan.training.trainer import train
 
 DEV_EXAMPLES_PER_SOURCE = 30
@@ -51,6 +51,7 @@ def _data_key(args: TrainingArgs) -> str:
         args.encoder,
         args.context_tokens,
         args.table_context,
+        args.evidence_first,
         FEATURE_NAMES,  # the cached data holds every feature column,
         _file_digest(Path(features_module.__file__)),  # computed by this code
         tuple(_file_digest(Path(path)) for path in args.synthetic),
@@ -101,11 +102,12 @@ def build_data(
     if synthetic:
         dev_ids = {e.id for e in held_out}
         kept = [e for e in synthetic if args.datasets or e.id not in dev_ids]
-        parts.append(
-            synthetic_training_set(
-                encoder, kept, fingerprints, args.decontamination_threshold, progress, vectors
-            )
+        kept, cut = begin_some_at_evidence(kept, args.evidence_first)
+        part = synthetic_training_set(
+            encoder, kept, fingerprints, args.decontamination_threshold, progress, vectors
         )
+        part.manifest["starting_at_evidence"] = cut
+        parts.append(part)
     if not parts:
         raise ValueError("no training data: name datasets or --synthetic files")
     train_set = parts[0] if len(parts) == 1 else concatenate(*parts)

@@ -23,7 +23,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +32,7 @@ import numpy as np
 from longscan.answering.llm import Completion, LLMClient, LLMError
 from longscan.answering.prompts import SYNTH_CHUNK, SYNTH_LINKS, SYNTH_TWO_CHUNKS, Prompt
 from longscan.answering.tokens import count_each, count_tokens
+from longscan.bench.builders import split_of
 from longscan.documents import Document, read_file
 from longscan.progress import track
 from longscan.training.data import contamination
@@ -394,6 +395,38 @@ def example_span(
         spare_after -= int(source.tokens[last])
         last += 1
     return first, last
+
+
+def starting_at_evidence(example: SyntheticExample) -> SyntheticExample | None:
+    """The example cut to begin at its first labelled sentence; None when the cut text's own
+    segmentation no longer holds every label as a sentence.
+
+    ``example_span`` never begins a span with its evidence, so a scanner trained on its spans
+    alone learns that a document's first sentence is never the answer (BENCHMARKS.md, "A
+    short document's first sentence").
+    """
+    cut = min(start for start, _ in example.labels)
+    text = example.text[cut:]
+    labels = [(start - cut, end - cut) for start, end in example.labels]
+    own = {(int(a), int(b)) for a, b in Document(example.id, text).sentences}
+    if not own.issuperset(labels):
+        return None
+    return replace(example, text=text, labels=labels, source_start=example.source_start + cut)
+
+
+def begin_some_at_evidence(
+    examples: Sequence[SyntheticExample], share: float
+) -> tuple[list[SyntheticExample], int]:
+    """``share`` of the examples, chosen by a stable hash of their ids (independent of the
+    dev split's), replaced by ``starting_at_evidence``; the rest and any that cannot be cut
+    are kept as they are. Returns the examples and how many were cut."""
+    out, cut = [], 0
+    for example in examples:
+        chosen = split_of(example.id, share, seed=1) == "dev"
+        moved = starting_at_evidence(example) if chosen else None
+        cut += moved is not None
+        out.append(moved or example)
+    return out, cut
 
 
 def build_example(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from longscan.documents import Document
 from longscan.training.data import contamination, evaluation_fingerprints
-from longscan.training.synthetic import read_examples
+from longscan.training.synthetic import SyntheticExample, read_examples
 
 SHIPPED = Path(__file__).parents[3] / "training-data" / "synthetic-filings"
 
@@ -29,3 +29,36 @@ def test_the_shipped_examples_are_small_clean_and_rebuild_from_their_sources(
     counts = json.loads((SHIPPED / "stats.json").read_text(encoding="utf-8"))
     assert sum(counts[s]["examples"] for s in counts) >= len(examples)
     assert all(isinstance(counts[s]["dropped"], dict) for s in counts)
+
+
+def test_examples_cut_to_begin_at_their_evidence_keep_every_label_exact(
+    data_dir: Path,
+) -> None:
+    """The spans `synth` cuts never begin with their evidence; a cut copy does, with the same
+    labelled text at shifted offsets and its place in the source kept."""
+    from longscan.training.synthetic import begin_some_at_evidence, starting_at_evidence
+
+    examples = read_examples(SHIPPED / "examples.jsonl", data_dir / "train-docs")[:60]
+    assert all(_first_sentence(e) not in e.labels for e in examples)
+    for example in examples:
+        cut = starting_at_evidence(example)
+        assert cut is not None and cut.question == example.question
+        assert _first_sentence(cut) in cut.labels
+        assert [cut.text[a:b] for a, b in cut.labels] == [
+            example.text[a:b] for a, b in example.labels
+        ]
+        assert example.text.endswith(cut.text) and len(cut.text) < len(example.text)
+        assert cut.source_start - example.source_start == len(example.text) - len(cut.text)
+
+    assert begin_some_at_evidence(examples, 0.0) == (examples, 0)
+    every, n_every = begin_some_at_evidence(examples, 1.0)
+    assert n_every == len(examples) and every == [starting_at_evidence(e) for e in examples]
+    some, n_some = begin_some_at_evidence(examples, 0.5)
+    assert 0 < n_some < len(examples)
+    reversed_some, _ = begin_some_at_evidence(examples[::-1], 0.5)
+    assert reversed_some == some[::-1]  # chosen by id, not by place in the list
+
+
+def _first_sentence(example: SyntheticExample) -> tuple[int, int]:
+    start, end = Document(example.id, example.text).sentences[0]
+    return int(start), int(end)

@@ -240,7 +240,8 @@ def test_one_command_fine_tunes_the_shipped_checkpoint_on_synthetic_examples(
     result = CliRunner().invoke(
         app,
         ["train", "--out", str(out), "--datasets", "", "--synthetic", str(path),
-         "--init-from", str(default_checkpoint_dir()), "--threads", "1"],
+         "--init-from", str(default_checkpoint_dir()), "--threads", "1",
+         "--evidence-first", "0.5"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     tuned, info = load_checkpoint(out)
@@ -256,6 +257,8 @@ def test_one_command_fine_tunes_the_shipped_checkpoint_on_synthetic_examples(
     kept = manifest["sources"]["synthetic/chunk"]["kept"]
     assert f"| synthetic/chunk | {kept} |" in card and "train* splits" not in card
     assert f"Training: {manifest['examples']} examples" in card
+    cut = manifest["starting_at_evidence"]
+    assert 0 < cut < 12 and f"{cut} of them cut to begin at their first labelled" in card
 
 
 def test_a_refused_request_is_a_counted_drop_but_an_outage_stops_the_run(
