@@ -270,11 +270,17 @@ def ask(
         except LLMError as error:
             llm_error = str(error)
     if as_json:
+        from longscan.answering.pipelines import table_context
+
+        by_id = {document.id: document for document in documents}
         payload = {
             "query": query,
             "retriever": retriever or DEFAULT_RETRIEVER,
             "abstained": abstained,
-            "evidence": [item.to_json() for item in evidence],
+            "evidence": [
+                {**item.to_json(), "table_context": table_context(by_id[item.doc_id], item)}
+                for item in evidence
+            ],
             "answer": None if answer is None else answer.text,
             "citations": [] if answer is None else [c.to_json() for c in answer.citations],
             "llm_error": llm_error,
@@ -345,9 +351,14 @@ def _print_evidence(
     documents: Sequence[Document],
     context: int,
 ) -> None:
-    texts = {document.id: document.text for document in documents}
+    """Each unit with its place, score and highlighted surroundings; a table row also with
+    the title, column header and row group that say what its figures are."""
+    from longscan.answering.pipelines import table_context
+
+    by_id = {document.id: document for document in documents}
     console.print(Text.assemble((printable(query), "bold"), f"  ({printable(retriever_name)})"))
     for rank, item in enumerate(evidence, start=1):
+        document = by_id[item.doc_id]
         console.print(
             Text.assemble(
                 "\n",
@@ -358,7 +369,10 @@ def _print_evidence(
             ),
             highlight=False,
         )
-        console.print(_highlighted(texts[item.doc_id], item.start, item.end, context))
+        table = table_context(document, item)
+        if table:
+            console.print(Text(f"table: {printable(table)}", "italic"), highlight=False)
+        console.print(_highlighted(document.text, item.start, item.end, context))
 
 
 @app.command(name="eval")
