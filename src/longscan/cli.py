@@ -270,17 +270,11 @@ def ask(
         except LLMError as error:
             llm_error = str(error)
     if as_json:
-        from longscan.answering.pipelines import table_context
-
-        by_id = {document.id: document for document in documents}
         payload = {
             "query": query,
             "retriever": retriever or DEFAULT_RETRIEVER,
             "abstained": abstained,
-            "evidence": [
-                {**item.to_json(), "table_context": table_context(by_id[item.doc_id], item)}
-                for item in evidence
-            ],
+            "evidence": [item.to_json() for item in evidence],
             "answer": None if answer is None else answer.text,
             "citations": [] if answer is None else [c.to_json() for c in answer.citations],
             "llm_error": llm_error,
