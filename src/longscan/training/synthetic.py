@@ -397,6 +397,12 @@ def example_span(
     return first, last
 
 
+def _sentence_spans(text: str) -> set[tuple[int, int]]:
+    """``text``'s own sentences as ``(start, end)`` offsets: every label of an example must be
+    one of them."""
+    return {(int(a), int(b)) for a, b in Document("x", text).sentences}
+
+
 def starting_at_evidence(example: SyntheticExample) -> SyntheticExample | None:
     """The example cut to begin at its first labelled sentence; None when the cut text's own
     segmentation no longer holds every label as a sentence.
@@ -408,8 +414,7 @@ def starting_at_evidence(example: SyntheticExample) -> SyntheticExample | None:
     cut = min(start for start, _ in example.labels)
     text = example.text[cut:]
     labels = [(start - cut, end - cut) for start, end in example.labels]
-    own = {(int(a), int(b)) for a, b in Document(example.id, text).sentences}
-    if not own.issuperset(labels):
+    if not _sentence_spans(text).issuperset(labels):
         return None
     return replace(example, text=text, labels=labels, source_start=example.source_start + cut)
 
@@ -443,7 +448,7 @@ def build_example(
     first, last = example_span(source, request.chunks, rng, settings)
     start, end = int(source.spans[first][0]), int(source.spans[last - 1][1])
     text = source.document.text[start:end]
-    own = {(int(a), int(b)) for a, b in Document("x", text).sentences}
+    own = _sentence_spans(text)
     labels = []
     for (chunk_first, _), indices in zip(request.chunks, relevant, strict=True):
         for i in indices:
@@ -595,8 +600,7 @@ def parse_examples(text: str, origin: str, sources: Path | None = None) -> list[
             example = SyntheticExample.from_dict(raw)
         except (json.JSONDecodeError, TypeError, KeyError, ValueError) as error:
             raise ValueError(f"{origin}:{number}: not a synthetic example ({error})") from None
-        own = {(int(a), int(b)) for a, b in Document("x", example.text).sentences}
-        if not example.labels or not set(example.labels) <= own:
+        if not example.labels or not set(example.labels) <= _sentence_spans(example.text):
             raise ValueError(f"{origin}:{number}: a label is not a sentence of the example's text")
         examples.append(example)
     return examples
