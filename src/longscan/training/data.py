@@ -364,6 +364,7 @@ def synthetic_training_set(
         "encoder": encoder.name,
         "sources": {},
         "dropped_contaminated": 0,
+        "dropped_ids": [],
     }
     documents: dict[str, int] = {}
     doc_list: list[Document] = []
@@ -378,6 +379,7 @@ def synthetic_training_set(
             if fingerprints is not None and contamination(document, fingerprints) > threshold:
                 counts["dropped"] += 1
                 manifest["dropped_contaminated"] += 1
+                manifest["dropped_ids"].append(example.id)
                 continue
             index = documents[document.content_hash] = len(doc_list)
             doc_list.append(document)

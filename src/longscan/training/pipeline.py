@@ -106,7 +106,8 @@ def build_data(
         part = synthetic_training_set(
             encoder, kept, fingerprints, args.decontamination_threshold, progress, vectors
         )
-        part.manifest["starting_at_evidence"] = cut
+        # counted after decontamination: a cut example dropped there was not trained on
+        part.manifest["starting_at_evidence"] = len(cut - set(part.manifest["dropped_ids"]))
         parts.append(part)
     if not parts:
         raise ValueError("no training data: name datasets or --synthetic files")

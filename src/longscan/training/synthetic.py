@@ -421,15 +421,16 @@ def starting_at_evidence(example: SyntheticExample) -> SyntheticExample | None:
 
 def begin_some_at_evidence(
     examples: Sequence[SyntheticExample], share: float
-) -> tuple[list[SyntheticExample], int]:
+) -> tuple[list[SyntheticExample], set[str]]:
     """``share`` of the examples, chosen by a stable hash of their ids (independent of the
     dev split's), replaced by ``starting_at_evidence``; the rest and any that cannot be cut
-    are kept as they are. Returns the examples and how many were cut."""
-    out, cut = [], 0
+    are kept as they are. Returns the examples and the ids of those cut."""
+    out, cut = [], set()
     for example in examples:
         chosen = split_of(example.id, share, seed=1) == "dev"
         moved = starting_at_evidence(example) if chosen else None
-        cut += moved is not None
+        if moved is not None:
+            cut.add(example.id)
         out.append(moved or example)
     return out, cut
 

@@ -50,11 +50,13 @@ def test_examples_cut_to_begin_at_their_evidence_keep_every_label_exact(
         assert example.text.endswith(cut.text) and len(cut.text) < len(example.text)
         assert cut.source_start - example.source_start == len(example.text) - len(cut.text)
 
-    assert begin_some_at_evidence(examples, 0.0) == (examples, 0)
-    every, n_every = begin_some_at_evidence(examples, 1.0)
-    assert n_every == len(examples) and every == [starting_at_evidence(e) for e in examples]
-    some, n_some = begin_some_at_evidence(examples, 0.5)
-    assert 0 < n_some < len(examples)
+    assert begin_some_at_evidence(examples, 0.0) == (examples, set())
+    every, every_cut = begin_some_at_evidence(examples, 1.0)
+    assert every_cut == {e.id for e in examples}
+    assert every == [starting_at_evidence(e) for e in examples]
+    some, some_cut = begin_some_at_evidence(examples, 0.5)
+    assert 0 < len(some_cut) < len(examples)
+    assert {e.id for e, cut in zip(examples, some, strict=True) if cut != e} == some_cut
     reversed_some, _ = begin_some_at_evidence(examples[::-1], 0.5)
     assert reversed_some == some[::-1]  # chosen by id, not by place in the list
 

@@ -214,6 +214,32 @@ def test_a_file_named_twice_weighs_twice_and_its_spans_are_encoded_once(
         assert torch.equal(a, b)
 
 
+def test_a_contaminated_example_is_dropped_and_named_in_the_manifest(
+    scripted, source: syn.SourceDocument, tmp_path: Path
+) -> None:
+    """The manifest names what decontamination dropped, so counts taken before it (the
+    examples cut to begin at their evidence) can leave those out."""
+    from longscan.encoders import get_encoder
+    from longscan.encoders.contextual import ContextualSentenceEncoder
+    from longscan.training.data import sentence_fingerprints, synthetic_training_set
+
+    reply = json.dumps({"question": "What did the Rabbit take out of its pocket?", "relevant": [0]})
+    _, client = scripted([(200, completion_body(reply), 0)])
+    requests = syn.plan([source], "chunk", 4, SETTINGS, syn.chunk_vectors([source]))
+    out = tmp_path / "examples.jsonl"
+    syn.write_examples(syn.generate(client, requests, SETTINGS, syn.SynthStats()), out)
+    examples = syn.read_examples(out)
+    tainted = examples[0]
+    fingerprints = sentence_fingerprints(Document("x", tainted.text).sentence_texts())
+    data = synthetic_training_set(
+        ContextualSentenceEncoder(get_encoder()), examples, fingerprints, progress=False
+    )
+    dropped = data.manifest["dropped_ids"]
+    assert dropped[0] == tainted.id and len(set(dropped)) == len(dropped) < len(examples)
+    assert data.manifest["dropped_contaminated"] == len(dropped)
+    assert len(data.labels) == len(examples) - len(dropped)
+
+
 def _never_called(*args: object, **kwargs: object) -> None:
     raise AssertionError("encoded a document the cache holds")
 
