@@ -347,7 +347,7 @@ def _print_evidence(
 ) -> None:
     """Each unit with its place, score and highlighted surroundings; a table row also with
     the title, column header and row group that say what its figures are."""
-    from longscan.answering.pipelines import table_context
+    from longscan.tables import table_context
 
     by_id = {document.id: document for document in documents}
     console.print(Text.assemble((printable(query), "bold"), f"  ({printable(retriever_name)})"))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from longscan.documents import Document
+from longscan.documents import Document, Evidence
 
 LOOK_BACK = 40  # units above a row searched for its title, column header and group label
 MAX_LABEL_WORDS = 12  # a title or group label is a short line
@@ -72,6 +72,18 @@ def context_texts(document: Document, row: int) -> list[str]:
     for a unit that is no table row with context."""
     spans = document.sentences
     return [document.text[spans[i, 0] : spans[i, 1]] for i in document.row_context.get(row, ())]
+
+
+def table_context(document: Document, evidence: Evidence) -> str:
+    """The title, column header and row group of a table row given as evidence
+    (``longscan.tables``), joined by " | "; "" for any other unit. A row of figures alone does
+    not say what they are. Only a unit that is exactly one of the document's sentences is
+    looked up, so a chunk that starts on a row is never given that row's context."""
+    if not 0 <= evidence.unit < len(document.sentences):
+        return ""
+    if tuple(document.sentences[evidence.unit].tolist()) != (evidence.start, evidence.end):
+        return ""
+    return " | ".join(" ".join(text.split()) for text in context_texts(document, evidence.unit))
 
 
 def row_context(document: Document) -> dict[int, tuple[int, ...]]:

@@ -20,7 +20,7 @@ from longscan.answering.prompts import ANSWER_WINDOW, ANSWER_WITH_EVIDENCE, MERG
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.documents import Document, Evidence
 from longscan.scanning.scanner import SlidingWindow
-from longscan.tables import context_texts
+from longscan.tables import table_context
 
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 NOT_FOUND = "NOT FOUND"
@@ -46,18 +46,6 @@ def in_document_order(
     """Evidence sorted by the documents' order, then by position in the document."""
     rank = {document.id: i for i, document in enumerate(documents)}
     return sorted(evidence, key=lambda e: (rank.get(e.doc_id, len(rank)), e.start))
-
-
-def table_context(document: Document, evidence: Evidence) -> str:
-    """The title, column header and row group of a table row given as evidence
-    (``longscan.tables``), joined by " | "; "" for any other unit. A row of figures alone does
-    not say what they are. Only a unit that is exactly one of the document's sentences is
-    looked up, so a chunk that starts on a row is never given that row's context."""
-    if not 0 <= evidence.unit < len(document.sentences):
-        return ""
-    if tuple(document.sentences[evidence.unit].tolist()) != (evidence.start, evidence.end):
-        return ""
-    return " | ".join(" ".join(text.split()) for text in context_texts(document, evidence.unit))
 
 
 def format_evidence(evidence: Sequence[Evidence], documents: Sequence[Document] = ()) -> str:
