@@ -48,8 +48,7 @@ REQUERY_QUESTIONS = [
 CHILD = (
     f"REQUERY_QUESTIONS = {REQUERY_QUESTIONS!r}\n"
     + r"""
-import json, os, sys, time
-from longscan.devices import peak_rss_bytes
+import json, os, resource, sys, time
 from pathlib import Path
 from longscan.documents import Document
 from longscan.retrievers import get_retriever
@@ -83,8 +82,14 @@ started = time.perf_counter()
 for question in questions:
     retriever.retrieve(question, [document], top_k=50)
 again = (time.perf_counter() - started) / len(questions)
+# VmHWM as longscan.devices.peak_rss_bytes reads it, written out here because this child
+# also runs older checkouts (--against), which lack that function
+status = Path("/proc/self/status")
+lines = status.read_text().splitlines() if status.exists() else []
+hwm = [line for line in lines if line.startswith("VmHWM:")]
+peak_kb = int(hwm[0].split()[1]) if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"first": first, "requery": again, "sentences": len(document.sentences),
-                  "rss_mb": peak_rss_bytes() / 2**20}))
+                  "rss_mb": peak_kb / 1024}))
 """
 )
 
@@ -223,7 +228,13 @@ def rescoring_cost(
             )
         runs["scanner"] = measure_best(doc, "scanner", threads, repeats, requeries=requeries)
         runs["scanner-rerank"] = measure_best(
-            doc, "scanner-rerank", threads, repeats, checkpoint, rounds, requeries=requeries
+            doc,
+            "scanner-rerank",
+            threads,
+            repeats,
+            checkpoint=checkpoint,
+            rounds=rounds,
+            requeries=requeries,
         )
     print(
         "\n| retriever | first query (s) | every run (s) | re-query (s, mean of "
