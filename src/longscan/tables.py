@@ -76,7 +76,7 @@ def context_texts(document: Document, row: int) -> list[str]:
 
 def table_context(document: Document, evidence: Evidence) -> str:
     """The title, column header and row group of a table row given as evidence
-    (``longscan.tables``), joined by " | "; "" for any other unit. A row of figures alone does
+    (``context_texts``), joined by " | "; "" for any other unit. A row of figures alone does
     not say what they are. Only a unit that is exactly one of the document's sentences is
     looked up, so a chunk that starts on a row is never given that row's context."""
     if not 0 <= evidence.unit < len(document.sentences):
