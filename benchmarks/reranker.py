@@ -2,7 +2,7 @@
 
     python benchmarks/reranker.py [--adapter DIR] [--checkpoint DIR] [--items N] \
         [--part dev|ood|all] [--only squad-long,...] [--variants scanner-rerank,...] \
-        [--out runs/reranker-eval]
+        [--other-adapters NAME=DIR,...] [--no-rerank] [--out runs/reranker-eval]
 
 Every retriever reads the same items. ``scanner`` is the scan alone (the shipped default);
 ``rerank`` is the hybrid's 50 best sentences re-scored in two rounds; ``scanner-rerank`` (as
@@ -12,7 +12,8 @@ cross-encoder's score alone; ``-1round`` skips the second-hop round; cheaper re-
 ``-rereadR`` has round two read only round one's R best again, ``-D-H-R`` (any numbers named
 in ``--variants``; 12-6-5 by default) reads the scan's D best and H BM25 candidates with
 reread R; with ``--checkpoint``, ``candidate`` is that scanner alone and ``candidate-rerank``
-(and ``candidate-rerank-D-H-R``) re-scored. Variants reading the same pairs
+(and ``candidate-rerank-D-H-R``) re-scored; ``scanner-rerank@NAME`` re-scores the same scan with
+each of ``--other-adapters`` (seeds, recipes). Variants reading the same pairs
 share one score memo, so each pair is read once, and every variant over one checkpoint reads
 the same scan, computed once per item (``SharedScan``). With ``--part ood``, L-Eval
 and Loong against the scan alone. Prints a table per benchmark and the re-scorer issue's
@@ -78,17 +79,30 @@ class SharedScan(Scanner):
         return scanner
 
 
+def rescored(
+    reranker: CrossEncoderReranker, directory: Path | None = None, **rounds: Any
+) -> Callable[[], Retriever]:
+    """A factory of the scan of ``directory`` (default: the shipped checkpoint) re-scored by
+    ``reranker`` in two rounds (``rounds``: ``TwoRounds``' options)."""
+    return lambda: ScannerRetriever(SharedScan.load(directory, TwoRounds(reranker, **rounds)))
+
+
+def load_reranker(adapter: Path) -> CrossEncoderReranker:
+    reranker = CrossEncoderReranker.load(adapter)
+    reranker.cache_size = SHARED_READS
+    return reranker
+
+
 def register_variants(
     adapter: Path, checkpoint: Path | None = None, named: list[str] | None = None
 ) -> list[str]:
     """The re-scoring variants over ``adapter`` (``scanner``, registered, is the scan alone);
     with ``checkpoint``, also ``candidate`` (that scanner alone) and ``candidate-rerank``;
     every ``scanner-rerank-D-H-R`` or ``candidate-rerank-D-H-R`` in ``named`` too."""
-    reranker = CrossEncoderReranker.load(adapter)
-    reranker.cache_size = SHARED_READS
+    reranker = load_reranker(adapter)
 
     def scanner(directory: Path | None = None, **rounds: Any) -> Callable[[], Retriever]:
-        return lambda: ScannerRetriever(SharedScan.load(directory, TwoRounds(reranker, **rounds)))
+        return rescored(reranker, directory, **rounds)
 
     variants = {
         "scanner": lambda: ScannerRetriever(SharedScan.load(None)),  # the registered one's scan
@@ -116,6 +130,20 @@ def register_variants(
     for name, factory in variants.items():
         register(name, factory)
     return [name for name in variants if name != "scanner"]
+
+
+def register_other_adapters(adapters: list[str]) -> list[str]:
+    """``scanner-rerank@NAME`` for each ``NAME=DIR``: the registered re-scoring with that
+    adapter (another seed or recipe) over the same scan, so one run compares them item for
+    item and scans each item once."""
+    names = []
+    for spec in adapters:
+        name, _, directory = spec.partition("=")
+        if not directory:
+            raise SystemExit(f"--other-adapters wants NAME=DIR, got {spec!r}")
+        register(f"scanner-rerank@{name}", rescored(load_reranker(Path(directory)), blend=1.0))
+        names.append(f"scanner-rerank@{name}")
+    return names
 
 
 def table(benchmark: str, words: int, retrievers: list[str], limit: int | None, out: Path):
@@ -157,7 +185,7 @@ def development(
                     f"| {benchmark}-{words // 1000}k | {metric} | {name} | {mine:.3f} | {best} "
                     f"| {theirs:.3f} | {ratio:.2f} | ≤ {bar} | {'yes' if ratio <= bar else 'NO'} |"
                 )
-                if name.startswith(("scanner-", "candidate-")):
+                if name.startswith(("scanner-", "candidate-")) and "rerank" in values:
                     met = "yes" if mine >= values["rerank"] else "NO"
                     versus_rerank.append(
                         f"| {benchmark}-{words // 1000}k | {metric} | {name} | {mine:.3f} "
@@ -166,9 +194,10 @@ def development(
     print("| run | metric | retriever | value | best stock | its value | miss ratio | bar | met |")
     print("|---|---|---|---:|---|---:|---:|---:|---|")
     print("\n".join(verdicts))
-    print("\n| run | metric | retriever | value | rerank | scan ≥ rerank |")
-    print("|---|---|---|---:|---:|---|")
-    print("\n".join(versus_rerank))
+    if versus_rerank:
+        print("\n| run | metric | retriever | value | rerank | scan ≥ rerank |")
+        print("|---|---|---|---:|---:|---|")
+        print("\n".join(versus_rerank))
 
 
 def out_of_domain(variants: list[str], out: Path) -> None:
@@ -220,13 +249,28 @@ def main() -> None:
     parser.add_argument(
         "--variants",
         default=None,
-        help="comma-separated variants to run (default: all; the dev part always adds rerank)",
+        help="comma-separated variants to run (default: all; the dev part adds rerank unless "
+        "--no-rerank)",
+    )
+    parser.add_argument(
+        "--other-adapters",
+        default=None,
+        help="comma-separated NAME=DIR: scanner-rerank@NAME re-scores the same scan with each",
+    )
+    parser.add_argument(
+        "--no-rerank",
+        action="store_true",
+        help="leave out rerank (hybrid top 50 re-scored: the slowest variant by far)",
     )
     args = parser.parse_args()
     chosen = args.variants.split(",") if args.variants else None
     variants = register_variants(args.adapter, args.checkpoint, chosen)
     if chosen:
         variants = [v for v in variants if v in chosen or v == "rerank"]
+    if args.no_rerank:
+        variants.remove("rerank")
+    if args.other_adapters:
+        variants += register_other_adapters(args.other_adapters.split(","))
     if args.part in ("dev", "all"):
         development(variants, args.items, args.out, args.only.split(",") if args.only else None)
     if args.part in ("ood", "all"):

@@ -719,11 +719,17 @@ def train_reranker_command(
 ) -> None:
     """Fine-tune the cross-encoder re-scorer (a LoRA adapter and a head over the packaged
     MiniLM) on the shared datasets' train splits, with hard negatives mined by BM25 and
-    dense from each question's own document, and second-hop pairs."""
+    dense from each question's own document, and second-hop pairs. Runs on a GPU when torch
+    sees one (LONGSCAN_DEVICE chooses), in float32 as on the CPU."""
     _setup_logging(verbose)
     import torch
 
-    from longscan.training.reranker import MiningConfig, TrainConfig, run_reranker_training
+    from longscan.training.reranker import (
+        MiningConfig,
+        TrainConfig,
+        run_reranker_training,
+        stalled,
+    )
 
     torch.set_num_threads(threads)
     limits = {"squad": squad, "hotpotqa": hotpotqa, "musique": musique}
@@ -740,6 +746,12 @@ def train_reranker_command(
         raise _fail(str(error)) from None
     summary = {k: report[k] for k in ("pairs", "steps", "initial_loss", "final_loss")}
     console.print_json(json.dumps({**summary, "seconds_total": report["seconds_total"]}))
+    if stalled(report):
+        console.print(
+            f"[yellow]warning: the loss barely fell ({report['initial_loss']} → "
+            f"{report['final_loss']}): this seed did not learn; train again with another "
+            "--seed before using the adapter[/]"
+        )
     console.print(f"wrote {out}", highlight=False)
 
 

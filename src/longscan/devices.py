@@ -41,6 +41,15 @@ def torch_device() -> str:
     return chosen
 
 
+def device_name(device: str) -> str:
+    """How a model card names ``device``: the GPU's own name, else ``CPU``."""
+    import torch
+
+    if device.startswith("cuda"):
+        return f"{torch.cuda.get_device_name(torch.device(device))} (float32)"
+    return device.upper()
+
+
 def cpu_bfloat16() -> bool:
     """Whether the cross-encoder reads under bfloat16 autocast on the CPU:
     ``$LONGSCAN_PRECISION`` if set, else exactly where the CPU multiplies bfloat16 in hardware

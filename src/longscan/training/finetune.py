@@ -50,10 +50,17 @@ def add_lora(model: Any, adapter: AdapterConfig, **options: Any) -> None:
 
 
 def trainer_arguments(
-    arguments: type, scratch: str, recipe: Recipe, examples: int, progress: bool, **extra: Any
+    arguments: type,
+    scratch: str,
+    recipe: Recipe,
+    examples: int,
+    progress: bool,
+    device: str = "cpu",
+    **extra: Any,
 ) -> Any:
     """``arguments`` (a sentence-transformers training-arguments class) for ``recipe``: cosine
-    schedule, clipped gradients, fixed seeds, CPU, nothing saved but the final adapter."""
+    schedule, clipped gradients, fixed seeds, float32 on ``device`` (so a GPU run follows the
+    CPU recipe), nothing saved but the final adapter."""
     return arguments(
         output_dir=scratch,
         num_train_epochs=recipe.epochs,
@@ -67,7 +74,7 @@ def trainer_arguments(
         logging_steps=max(1, examples // recipe.batch_size // LOG_POINTS),
         save_strategy="no",
         report_to="none",
-        use_cpu=True,
+        use_cpu=device == "cpu",
         disable_tqdm=not progress,
         dataloader_num_workers=0,
         **extra,

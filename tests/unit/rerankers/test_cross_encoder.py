@@ -61,6 +61,7 @@ def test_fine_tuning_lowers_the_loss_and_the_adapter_round_trips(tiny_pairs, tra
     assert saved["adapter"]["rank"] == 8 and saved["training"]["pairs"] == len(pairs)
     card = (out / "MODEL_CARD.md").read_text()
     assert f"{report['initial_loss']}\nbefore, {report['final_loss']} after" in card
+    assert f"Trained on {report['device']} in" in card  # CPU here; the GPU's name on one
     passages = [p.passage for p in pairs[:6]]
     once = CrossEncoderReranker.load(out).score(pairs[0].query, passages)
     again = CrossEncoderReranker.load(out).score(pairs[0].query, passages)
@@ -161,3 +162,21 @@ def test_an_adapter_reads_passages_as_it_was_trained_to(adapter_copy: Path) -> N
     assert older.passage(document, 2) == trained_with_headings.passage(document, 2).replace(
         "A Title ", ""
     )
+
+
+def test_a_run_that_does_not_learn_is_flagged_by_the_cli(tiny_pairs, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from longscan.cli import app
+    from longscan.rerankers.cross_encoder import PACKAGED
+    from longscan.training.reranker import save_pairs, stalled
+
+    assert not stalled(json.loads((PACKAGED / CONFIG_FILE).read_text())["training"])
+    pairs_file = tmp_path / "pairs.jsonl"
+    save_pairs(tiny_pairs[0], pairs_file)
+    out = tmp_path / "frozen"
+    args = ["train-reranker", "--out", str(out), "--pairs-cache", str(pairs_file), "--lr", "0"]
+    result = CliRunner().invoke(app, [*args, "--batch-size", "8", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    assert "this seed did not learn" in " ".join(result.output.split())
+    assert (out / WEIGHTS_FILE).is_file()  # written all the same: the user decides
