@@ -361,7 +361,8 @@ joined with a first-hop sentence (`question [SEP] sentence`).
 ## Command and seed
 
 ```
-longscan train-reranker --out DIR --pairs-cache PAIRS.jsonl --seed {recipe["seed"]}
+longscan train-reranker --out DIR --pairs-cache PAIRS.jsonl \\
+    --seed {recipe["seed"]} --epochs {recipe["epochs"]:g}
 ```
 
 Seed {recipe["seed"]} (mining, shuffling and the head's initialisation); {card["steps"]} steps of
