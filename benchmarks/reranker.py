@@ -88,6 +88,7 @@ def rescored(
 
 
 def load_reranker(adapter: Path) -> CrossEncoderReranker:
+    """The adapter's re-scorer with a memo large enough that a run reads each pair once."""
     reranker = CrossEncoderReranker.load(adapter)
     reranker.cache_size = SHARED_READS
     return reranker
