@@ -6,8 +6,10 @@ cross-encoder's best logit over the sentences of the scanner's five best, what `
 
 Each threshold is chosen on half of the questions (the highest that still answers `--keep`
 of the answerable ones) and measured on the other half, never on the questions it was
-chosen on. `--write DIR` records the judgement's threshold in a re-scorer adapter's
-config.json (`abstain_below`).
+chosen on. The shipped threshold (`abstain_below` of the packaged re-scorer) is measured on
+the same held-out half, so a new scanner shows whether `ask` still abstains where it should.
+`--write DIR` records the judgement's threshold in a re-scorer adapter's config.json
+(`abstain_below`).
 
 python benchmarks/abstention.py --benchmarks squad-long,hotpotqa-long --words 2000,20000 \
     --questions 60 --keep 1.0 --write src/longscan/checkpoints/reranker-minilm
@@ -26,7 +28,7 @@ from longscan.bench.items import QAItem
 from longscan.documents import Document
 from longscan.encoders.adapter import CONFIG_FILE
 from longscan.progress import track
-from longscan.rerankers.abstention import JUDGED_SPANS, best_judgement
+from longscan.rerankers.abstention import JUDGED_SPANS, abstain_below, best_judgement
 from longscan.retrievers import get_retriever
 
 SIGNALS = ("scanner's best score", "re-scorer's judgement")
@@ -84,6 +86,18 @@ def split(pairs: list, signal: int) -> tuple[np.ndarray, np.ndarray]:
     return answerable, unanswerable
 
 
+def print_held_out(rows: dict[str, list], held_out: list, signal: int, threshold: float) -> None:
+    """The table of ``threshold`` on ``signal`` over the held-out half of every row."""
+    print("| held-out questions | abstaining: precision | recall | answerable answered |")
+    print("|---|---:|---:|---:|")
+    for name, pairs in [*((n, p[1::2]) for n, p in rows.items()), ("all", held_out)]:
+        answerable, unanswerable = split(pairs, signal)
+        m = measure(answerable, unanswerable, threshold)
+        print(f"| {name} ({len(pairs)}) | {m['precision']:.3f} | {m['recall']:.3f} | "
+              f"{m['answerable_kept']:.3f} |")  # fmt: skip
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarks", default="squad-long,hotpotqa-long")
@@ -123,14 +137,11 @@ def main() -> None:
         threshold = choose(answerable, unanswerable, keep=args.keep)
         thresholds.append(threshold)
         print(f"{label}: threshold {threshold:.4f}\n")
-        print("| held-out questions | abstaining: precision | recall | answerable answered |")
-        print("|---|---:|---:|---:|")
-        for name, pairs in [*((n, p[1::2]) for n, p in rows.items()), ("all", held_out)]:
-            answerable, unanswerable = split(pairs, signal)
-            m = measure(answerable, unanswerable, threshold)
-            print(f"| {name} ({len(pairs)}) | {m['precision']:.3f} | {m['recall']:.3f} | "
-                  f"{m['answerable_kept']:.3f} |")  # fmt: skip
-        print()
+        print_held_out(rows, held_out, signal, threshold)
+    shipped = abstain_below()
+    if shipped is not None:  # what `ask` does today, over today's retriever
+        print(f"{SIGNALS[1]}: the shipped threshold (abstain_below) {shipped:.4f}\n")
+        print_held_out(rows, held_out, 1, shipped)
     if args.write is not None:
         path = args.write / CONFIG_FILE
         config = json.loads(path.read_text(encoding="utf-8"))
