@@ -513,6 +513,13 @@ def train_command(
             "Default: --init-from's, else all-MiniLM-L6-v2.",
         ),
     ] = None,
+    encoder_adapter: Annotated[
+        Path | None,
+        typer.Option(
+            help="A `longscan train-encoder` folder: the encoder reads with its fine-tuned "
+            "updates, and the checkpoint keeps a copy. Default: --init-from's, else none.",
+        ),
+    ] = None,
     context_tokens: Annotated[
         int | None,
         typer.Option(
@@ -567,8 +574,8 @@ def train_command(
         )
         return
     try:
-        encoder, context_tokens, table_context = _reading(
-            init_from, encoder, context_tokens, table_context
+        encoder, encoder_adapter, context_tokens, table_context = _reading(
+            init_from, encoder, encoder_adapter, context_tokens, table_context
         )
         args = TrainingArgs(
             model=ScannerConfig(
@@ -593,6 +600,7 @@ def train_command(
             listwise=listwise,
             sentence_labels=sentence_labels,
             encoder=encoder,
+            encoder_adapter=None if encoder_adapter is None else str(encoder_adapter),
             context_tokens=context_tokens,
             table_context=table_context,
             evidence_first=evidence_first,
@@ -647,21 +655,25 @@ def _train_token_level(
 def _reading(
     init_from: Path | None,
     encoder: str | None,
+    encoder_adapter: Path | None,
     context_tokens: int | None,
     table_context: bool | None,
-) -> tuple[str, int, bool]:
-    """The encoder, window and table reading a training run uses: those given, else those
-    of the checkpoint it fine-tunes (which refuses any other), else the defaults."""
+) -> tuple[str, Path | None, int, bool]:
+    """The encoder, its adapter, window and table reading a training run uses: those given,
+    else those of the checkpoint it fine-tunes (which refuses any other), else the
+    defaults."""
     from longscan.encoders.contextual import DEFAULT_WINDOW_TOKENS, parse_name
-    from longscan.encoders.minilm import DEFAULT_ENCODER
+    from longscan.encoders.minilm import DEFAULT_ENCODER, without_adapter
 
-    base, window, tables = DEFAULT_ENCODER, DEFAULT_WINDOW_TOKENS, False
+    base, adapter, window, tables = DEFAULT_ENCODER, None, DEFAULT_WINDOW_TOKENS, False
     if init_from is not None:
         from longscan.scanning.checkpoint import read_info
 
-        base, window, tables = parse_name(read_info(init_from)[0].encoder)
+        info = read_info(init_from)[0]
+        base, window, tables = parse_name(info.encoder)
+        base, adapter = without_adapter(base), info.encoder_adapter
     chosen_tables = tables if table_context is None else table_context
-    return encoder or base, context_tokens or window, chosen_tables
+    return encoder or base, encoder_adapter or adapter, context_tokens or window, chosen_tables
 
 
 @app.command(name="train-encoder")

@@ -103,3 +103,17 @@ def converted_spscanner(
     weights = published_spscanner / "pytorch_model.bin"
     digest = hashlib.sha256(weights.read_bytes()).hexdigest()
     return convert_checkpoint(published_spscanner, out, expect_sha256=digest)
+
+
+@pytest.fixture(scope="session")
+def tuned(tiny_pairs, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A smoke fine-tuning run of the bi-encoder on real mined pairs: its adapter folder and
+    report."""
+    from longscan.encoders.adapter import AdapterConfig
+    from longscan.training.encoder import EncoderTrainConfig, encoder_triplets, train_encoder
+
+    out = tmp_path_factory.mktemp("encoder") / "adapter"
+    config = EncoderTrainConfig(
+        epochs=4, batch_size=4, learning_rate=1e-3, adapter=AdapterConfig(8, 16, max_length=64)
+    )
+    return out, train_encoder(encoder_triplets(tiny_pairs[0]), out, config, progress=False)

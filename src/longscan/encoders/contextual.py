@@ -19,12 +19,13 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, spans_digest
-from longscan.encoders.minilm import SentenceEncoder, get_encoder, unit_rows
+from longscan.encoders.minilm import SentenceEncoder, get_encoder, unit_rows, without_adapter
 from longscan.tables import context_texts
 
 DEFAULT_WINDOW_TOKENS = 256  # MiniLM was trained at 256 tokens or fewer
@@ -92,15 +93,18 @@ class ContextualSentenceEncoder:
         self.encoded_sentences = 0
 
     @classmethod
-    def from_name(cls, name: str) -> ContextualSentenceEncoder:
+    def from_name(cls, name: str, adapter: Path | None = None) -> ContextualSentenceEncoder:
         """The encoder whose ``name`` is ``name`` (``ENCODER/ctxN``, as a checkpoint records
-        it), so a scanner reads vectors made exactly as its training data's were.
+        it), so a scanner reads vectors made exactly as its training data's were; a name
+        with an adapter's hash needs that ``adapter`` (a ``train-encoder`` folder).
 
         Raises:
             ValueError: ``name`` is not of that form, or names an unknown encoder.
+            AdapterError: the adapter folder is missing, corrupt or foreign.
         """
         base, window, table_context = parse_name(name)
-        return cls(get_encoder(base), window_tokens=window, table_context=table_context)
+        encoder = get_encoder(without_adapter(base), None if adapter is None else str(adapter))
+        return cls(encoder, window_tokens=window, table_context=table_context)
 
     @property
     def name(self) -> str:

@@ -9,6 +9,7 @@ no weights.
 from __future__ import annotations
 
 import os
+import re
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +33,7 @@ DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 EMBEDDING_DIM = 384
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 QUANTIZED = "+int8"  # the int8 export's vectors differ, so it has its own name
+ADAPTER_DIGEST = re.compile(r"\+[0-9a-f]{16}(?=\+|$)")  # an adapter's hash in an encoder's name
 
 
 class SentenceEncoder:
@@ -175,6 +177,12 @@ def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> Sent
     """
     # one cache key however the arguments are passed, and one per runtime
     return _loaded_encoder(name, adapter, chosen_runtime())
+
+
+def without_adapter(name: str) -> str:
+    """``name`` without an adapter's hash (``all-MiniLM-L6-v2+<hash>+int8`` →
+    ``all-MiniLM-L6-v2+int8``): the name ``get_encoder`` takes beside the adapter itself."""
+    return ADAPTER_DIGEST.sub("", name)
 
 
 @cache

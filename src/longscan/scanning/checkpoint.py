@@ -34,6 +34,7 @@ FORMAT = "longscan-scanner"
 FORMAT_VERSION = 1
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
+ENCODER_ADAPTER_DIR = "encoder-adapter"  # a fine-tuned encoder's adapter, copied in
 DEFAULT_CHECKPOINT = "scanner-minilm"
 
 ScanNetwork: TypeAlias = "ScannerModel | ScannerEnsemble"
@@ -53,6 +54,7 @@ class CheckpointInfo:
     metadata: dict[str, Any]
     members: int = 1
     token_match: TokenMatch = DEFAULT_TOKEN_MATCH
+    encoder_adapter: Path | None = None
 
 
 def default_checkpoint_dir() -> Path:
@@ -66,10 +68,15 @@ def save_checkpoint(
     encoder: str,
     metadata: dict[str, Any] | None = None,
     token_match: TokenMatch = DEFAULT_TOKEN_MATCH,
+    encoder_adapter: Path | None = None,
 ) -> Path:
-    """Write weights, then the config that vouches for them (with their hash)."""
+    """Write weights (and a copy of the encoder's adapter folder, if it has one), then the
+    config that vouches for them (with their hashes)."""
+    import shutil
+
     from safetensors.torch import save_file
 
+    from longscan.encoders import adapter as adapter_files
     from longscan.models.scanner import ScannerEnsemble
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -88,6 +95,12 @@ def save_checkpoint(
         "weights_sha256": file_sha256(weights),
         "metadata": metadata or {},
     }
+    if encoder_adapter is not None:
+        copy = directory / ENCODER_ADAPTER_DIR
+        copy.mkdir(exist_ok=True)
+        for name in (adapter_files.WEIGHTS_FILE, adapter_files.CONFIG_FILE):
+            shutil.copyfile(encoder_adapter / name, copy / name)
+        config["encoder_adapter_sha256"] = file_sha256(copy / adapter_files.WEIGHTS_FILE)
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
     return directory
 
@@ -133,7 +146,8 @@ def read_info(directory: Path) -> tuple[CheckpointInfo, dict[str, Any]]:
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{config_path}: invalid token_match ({error})") from None
     metadata = raw.get("metadata", {})
-    info = CheckpointInfo(config, encoder, features, metadata, members, token_match)
+    adapter = directory / ENCODER_ADAPTER_DIR if "encoder_adapter_sha256" in raw else None
+    info = CheckpointInfo(config, encoder, features, metadata, members, token_match, adapter)
     return info, raw
 
 
@@ -144,7 +158,11 @@ def verified_info(directory: Path) -> tuple[CheckpointInfo, str]:
     Raises:
         CheckpointError: missing files, a corrupt config, or weights that do not match it.
     """
+    from longscan.encoders.adapter import WEIGHTS_FILE as ADAPTER_WEIGHTS
+
     info, raw = read_info(directory)
+    if info.encoder_adapter is not None:
+        checked_file(info.encoder_adapter, ADAPTER_WEIGHTS, raw["encoder_adapter_sha256"])
     return info, checked_file(directory, WEIGHTS_FILE, raw.get("weights_sha256"))
 
 

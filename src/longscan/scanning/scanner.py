@@ -112,7 +112,7 @@ class Scanner:
         self.sliding = sliding or SlidingWindow()
         self.window_sentences = window_sentences
         self.rounds = rounds
-        self.encoder = ContextualSentenceEncoder.from_name(info.encoder)
+        self.encoder = ContextualSentenceEncoder.from_name(info.encoder, info.encoder_adapter)
         if self.encoder.name != info.encoder:
             raise ValueError(
                 f"the checkpoint was trained on {info.encoder!r} vectors, "

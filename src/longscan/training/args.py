@@ -41,6 +41,8 @@ class TrainingArgs:
             whole supporting paragraphs (see ``read_musique``).
         encoder: The sentence encoder whose vectors the scanner learns to read
             (``all-MiniLM-L6-v2``, or ``all-MiniLM-L6-v2+int8``, its faster int8 export).
+        encoder_adapter: A ``longscan train-encoder`` folder whose fine-tuned updates the
+            encoder carries (its hash joins the encoder's name; the checkpoint keeps a copy).
         context_tokens: Tokens of paragraph context each window of the encoder reads.
         evidence_first: Share of the synthetic examples cut to begin at their first
             labelled sentence (``begin_some_at_evidence``); their spans never do otherwise.
@@ -69,6 +71,7 @@ class TrainingArgs:
     listwise: float = 0.0
     sentence_labels: bool = False
     encoder: str = DEFAULT_ENCODER
+    encoder_adapter: str | None = None
     context_tokens: int = DEFAULT_WINDOW_TOKENS
     table_context: bool = False
     evidence_first: float = 0.0

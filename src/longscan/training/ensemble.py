@@ -45,7 +45,9 @@ def combine_checkpoints(members: Sequence[Path], out_dir: Path, command: str) ->
     for slot, (model, _) in zip(ensemble.members, loaded, strict=True):
         slot.load_state_dict(model.state_dict())
     metadata = {"members": [info.metadata for _, info in loaded]}
-    save_checkpoint(ensemble, out_dir, first.encoder, metadata, first.token_match)
+    save_checkpoint(
+        ensemble, out_dir, first.encoder, metadata, first.token_match, first.encoder_adapter
+    )
     report = {"members": list(reports)}
     (out_dir / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
     (out_dir / CARD_FILE).write_text(ensemble_card(list(reports), cards[0], command))

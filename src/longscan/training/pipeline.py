@@ -15,7 +15,8 @@ import torch
 
 from longscan import __version__
 from longscan.bench.builders import split_of
-from longscan.encoders.cache import EmbeddingCache
+from longscan.encoders.adapter import WEIGHTS_FILE
+from longscan.encoders.cache import EmbeddingCache, file_sha256
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.encoders.minilm import get_encoder
 from longscan.models.scanner import ScannerEnsemble
@@ -57,6 +58,8 @@ def _data_key(args: TrainingArgs) -> str:
         tuple(_file_digest(Path(path)) for path in args.synthetic),
         __version__,
     )
+    if args.encoder_adapter is not None:  # appended, so data without one keeps its key
+        parts += (file_sha256(Path(args.encoder_adapter) / WEIGHTS_FILE),)
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
@@ -72,7 +75,7 @@ def build_data(
     if folder is not None and (folder / "dev" / "data.json").is_file():
         return TrainingSet.load(folder / "train"), TrainingSet.load(folder / "dev")
     encoder = ContextualSentenceEncoder(
-        get_encoder(args.encoder),
+        get_encoder(args.encoder, args.encoder_adapter),
         window_tokens=args.context_tokens,
         paragraph_cache_size=500_000,
         table_context=args.table_context,
@@ -200,7 +203,9 @@ def run_training(
         "seconds_total": round(time.perf_counter() - started, 1),
         "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
     }
-    save_checkpoint(model, out_dir, train_set.manifest["encoder"], metadata={"seed": args.seed})
+    adapter = None if args.encoder_adapter is None else Path(args.encoder_adapter)
+    encoder = train_set.manifest["encoder"]
+    save_checkpoint(model, out_dir, encoder, {"seed": args.seed}, encoder_adapter=adapter)
     (out_dir / "training.json").write_text(json.dumps(report, indent=2) + "\n")
     (out_dir / "loss.json").write_text(json.dumps(history["loss"]) + "\n")
     command = "longscan " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "run_training(...)"

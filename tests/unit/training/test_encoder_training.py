@@ -10,16 +10,11 @@ import numpy as np
 import pytest
 
 from longscan.documents import Document
-from longscan.encoders.adapter import WEIGHTS_FILE, AdapterConfig, AdapterError
+from longscan.encoders.adapter import WEIGHTS_FILE, AdapterError
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.minilm import DEFAULT_ENCODER, get_encoder
 from longscan.retrievers.dense import DenseRetriever
-from longscan.training.encoder import (
-    EncoderTrainConfig,
-    encoder_triplets,
-    sentence_of,
-    train_encoder,
-)
+from longscan.training.encoder import encoder_triplets, sentence_of
 
 
 def test_triplets_pair_each_gold_sentence_with_a_look_alike_of_its_question(
@@ -33,16 +28,6 @@ def test_triplets_pair_each_gold_sentence_with_a_look_alike_of_its_question(
         assert triplet.positive in {sentence_of(p.passage) for p in mine if p.label == 1.0}
         assert triplet.negative in {sentence_of(p.passage) for p in mine if p.label == 0.0}
         assert " [SEP] " not in triplet.positive + triplet.negative  # the sentence alone
-
-
-@pytest.fixture(scope="module")
-def tuned(tiny_pairs, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """A smoke fine-tuning run on real mined pairs: its adapter folder and report."""
-    out = tmp_path_factory.mktemp("encoder") / "adapter"
-    config = EncoderTrainConfig(
-        epochs=4, batch_size=4, learning_rate=1e-3, adapter=AdapterConfig(8, 16, max_length=64)
-    )
-    return out, train_encoder(encoder_triplets(tiny_pairs[0]), out, config, progress=False)
 
 
 def test_fine_tuning_lowers_the_loss(tuned) -> None:

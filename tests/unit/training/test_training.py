@@ -212,3 +212,39 @@ def test_a_scanner_trained_on_int8_vectors_reads_them(tmp_path) -> None:
     assert np.isfinite(scanner.score("Where is the key?", [document])).all()
     with pytest.raises(ValueError, match="unknown encoder 'minilm-int4'"):
         pipeline.run_training(replace(args, encoder="minilm-int4"), tmp_path / "bad")
+
+
+def test_a_scanner_trained_on_tuned_vectors_carries_its_encoder_adapter(tuned, tmp_path) -> None:
+    """With a fine-tuned encoder, the data is keyed and the checkpoint named by its adapter,
+    the checkpoint keeps a hash-checked copy of it, and the scanner reads with it."""
+    from longscan.cli import _reading
+    from longscan.encoders.adapter import WEIGHTS_FILE
+    from longscan.scanning.checkpoint import ENCODER_ADAPTER_DIR, CheckpointError
+    from longscan.scanning.scanner import Scanner
+    from longscan.training import pipeline
+
+    adapter = tuned[0]
+    args = tiny_args(encoder_adapter=str(adapter))
+    assert pipeline._data_key(args) != pipeline._data_key(tiny_args())
+    report = pipeline.run_training(args, tmp_path / "ft", progress=False)
+    name = report["train_manifest"]["encoder"]
+    assert name == get_encoder(adapter=str(adapter)).name + "/ctx256" != "all-MiniLM-L6-v2/ctx256"
+    scanner = Scanner.from_pretrained(tmp_path / "ft")
+    assert scanner.encoder.name == name
+    document = Document("d", "The key is under the stone.\n\nIt rained all day in June.")
+    assert np.isfinite(scanner.score("Where is the key?", [document])).all()
+    plain = ContextualSentenceEncoder.from_name("all-MiniLM-L6-v2/ctx256")
+    tuned_vectors = scanner.encoder.encode_document(document)
+    assert not np.allclose(tuned_vectors, plain.encode_document(document), atol=1e-4)
+    copied = tmp_path / "ft" / ENCODER_ADAPTER_DIR
+    assert _reading(tmp_path / "ft", None, None, None, None) == (
+        "all-MiniLM-L6-v2",
+        copied,
+        256,
+        False,
+    )
+    raw = bytearray((copied / WEIGHTS_FILE).read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    (copied / WEIGHTS_FILE).write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError, match=f"{ENCODER_ADAPTER_DIR}.*SHA-256"):
+        Scanner.from_pretrained(tmp_path / "ft")
