@@ -11,7 +11,8 @@ model with the packaged fine-tuning; ``cfic:MODEL``: that model as it is), ``icr
 ``icr-id-q`` (``:MODEL``) for the chunks it cites in the paper's ``[DOC i]`` formats, or
 ``dense-sentence:MODEL`` / ``dense-chunk:MODEL`` / ``hybrid-sentence:MODEL`` /
 ``hybrid-chunk:MODEL`` for the baselines on any sentence-transformers model (a name in the
-local Hugging Face cache, or a folder), loaded offline from safetensors.
+local Hugging Face cache, or a folder), loaded offline from safetensors. ``dense-ft-sentence``
+and ``hybrid-ft-sentence`` read the fine-tuned bi-encoder the shipped scanner reads.
 """
 
 from __future__ import annotations
@@ -50,6 +51,23 @@ def _scanner(
     from longscan.scanning.scanner import Scanner
 
     return ScannerRetriever(Scanner.from_pretrained(checkpoint, rescore, mode=mode))
+
+
+def _tuned_dense() -> DenseRetriever:
+    """Dense retrieval over sentences with the fine-tuned bi-encoder the shipped scanner reads
+    (the adapter copied into its checkpoint): the baseline that shows what the tuned vectors
+    alone give.
+
+    Raises:
+        CheckpointError: the shipped checkpoint carries no encoder adapter, or a corrupt one.
+    """
+    from longscan.encoders.minilm import get_encoder
+    from longscan.scanning.checkpoint import CheckpointError, default_checkpoint_dir, verified_info
+
+    adapter = verified_info(default_checkpoint_dir())[0].encoder_adapter
+    if adapter is None:
+        raise CheckpointError("the shipped scanner reads the stock encoder: no tuned baseline")
+    return DenseRetriever("sentence", encoder=get_encoder(adapter=str(adapter)))
 
 
 def _rerank() -> Retriever:
@@ -137,6 +155,8 @@ _FACTORIES["scanner-sliding"] = lambda: _scanner(mode="sliding")
 # the scan's best re-scored by the cross-encoder (opt-in: a re-query costs about 1.9x)
 _FACTORIES["scanner-rerank"] = lambda: _scanner(rescore=True)
 _FACTORIES["rerank"] = _rerank  # the hybrid's 50 best re-scored: what the scan must beat
+_FACTORIES["dense-ft-sentence"] = _tuned_dense
+_FACTORIES["hybrid-ft-sentence"] = lambda: HybridRetriever("sentence", dense=_tuned_dense())
 DEFAULT_RETRIEVER = "scanner"
 
 

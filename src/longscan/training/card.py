@@ -45,13 +45,20 @@ def model_card(report: dict[str, Any], command: str) -> str:
         if args.get("table_context")
         else ""
     )
+    tuned = (
+        f" The encoder carries the fine-tuned bi-encoder adapter {args['encoder_adapter']}"
+        " (`longscan train-encoder`), copied into `encoder-adapter/`; its vectors are named"
+        f" `{report['train_manifest']['encoder']}`."
+        if args.get("encoder_adapter")
+        else ""
+    )
     return f"""# longscan scanner ({direction}, MiniLM sentence vectors)
 
 A sentence-level Mamba-2 scanner: {model["n_layers"]} layers per direction, d_model
 {model["d_model"]}, d_state {model["d_state"]}, {model["n_features"]} per-sentence features
 per step ({features}), over contextual {args.get("encoder", "all-MiniLM-L6-v2")} sentence
-vectors (paragraph-aligned {args.get("context_tokens", 256)}-token windows{tables}). Trained from
-scratch on CPU by longscan
+vectors (paragraph-aligned {args.get("context_tokens", 256)}-token windows{tables}).{tuned}
+Trained from scratch on CPU by longscan
 {report["longscan_version"]}.
 
 ## Command and seed

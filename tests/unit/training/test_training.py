@@ -229,6 +229,8 @@ def test_a_scanner_trained_on_tuned_vectors_carries_its_encoder_adapter(tuned, t
     report = pipeline.run_training(args, tmp_path / "ft", progress=False)
     name = report["train_manifest"]["encoder"]
     assert name == get_encoder(adapter=str(adapter)).name + "/ctx256" != "all-MiniLM-L6-v2/ctx256"
+    card = (tmp_path / "ft" / "MODEL_CARD.md").read_text()
+    assert f"copied into `{ENCODER_ADAPTER_DIR}/`" in card
     scanner = Scanner.from_pretrained(tmp_path / "ft")
     assert scanner.encoder.name == name
     document = Document("d", "The key is under the stone.\n\nIt rained all day in June.")
