@@ -98,9 +98,11 @@ def save_checkpoint(
     if encoder_adapter is not None:
         copy = directory / ENCODER_ADAPTER_DIR
         copy.mkdir(exist_ok=True)
-        for name in (adapter_files.WEIGHTS_FILE, adapter_files.CONFIG_FILE):
+        files = (adapter_files.WEIGHTS_FILE, adapter_files.CONFIG_FILE)
+        for name in files:
             shutil.copyfile(encoder_adapter / name, copy / name)
-        config["encoder_adapter_sha256"] = file_sha256(copy / adapter_files.WEIGHTS_FILE)
+        # both: the adapter's config holds its scaling, which changes the merged weights too
+        config["encoder_adapter_sha256"] = {name: file_sha256(copy / name) for name in files}
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
     return directory
 
@@ -158,11 +160,13 @@ def verified_info(directory: Path) -> tuple[CheckpointInfo, str]:
     Raises:
         CheckpointError: missing files, a corrupt config, or weights that do not match it.
     """
-    from longscan.encoders.adapter import WEIGHTS_FILE as ADAPTER_WEIGHTS
-
     info, raw = read_info(directory)
     if info.encoder_adapter is not None:
-        checked_file(info.encoder_adapter, ADAPTER_WEIGHTS, raw["encoder_adapter_sha256"])
+        recorded = raw["encoder_adapter_sha256"]
+        if not isinstance(recorded, dict) or not recorded:
+            raise CheckpointError(f"{directory / CONFIG_FILE}: invalid encoder_adapter_sha256")
+        for name, digest in recorded.items():
+            checked_file(info.encoder_adapter, name, digest)
     return info, checked_file(directory, WEIGHTS_FILE, raw.get("weights_sha256"))
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -218,7 +220,7 @@ def test_a_scanner_trained_on_tuned_vectors_carries_its_encoder_adapter(tuned, t
     """With a fine-tuned encoder, the data is keyed and the checkpoint named by its adapter,
     the checkpoint keeps a hash-checked copy of it, and the scanner reads with it."""
     from longscan.cli import _reading
-    from longscan.encoders.adapter import WEIGHTS_FILE
+    from longscan.encoders.adapter import CONFIG_FILE, WEIGHTS_FILE
     from longscan.scanning.checkpoint import ENCODER_ADAPTER_DIR, CheckpointError
     from longscan.scanning.scanner import Scanner
     from longscan.training import pipeline
@@ -245,8 +247,14 @@ def test_a_scanner_trained_on_tuned_vectors_carries_its_encoder_adapter(tuned, t
         256,
         False,
     )
+    config = json.loads((copied / CONFIG_FILE).read_text())
+    config["adapter"]["alpha"] *= 2  # another scaling: other merged weights, other vectors
+    (copied / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=f"{ENCODER_ADAPTER_DIR}/{CONFIG_FILE}: SHA-256"):
+        Scanner.from_pretrained(tmp_path / "ft")
+    shutil.copyfile(adapter / CONFIG_FILE, copied / CONFIG_FILE)
     raw = bytearray((copied / WEIGHTS_FILE).read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     (copied / WEIGHTS_FILE).write_bytes(bytes(raw))
-    with pytest.raises(CheckpointError, match=f"{ENCODER_ADAPTER_DIR}.*SHA-256"):
+    with pytest.raises(CheckpointError, match=f"{ENCODER_ADAPTER_DIR}/{WEIGHTS_FILE}: SHA-256"):
         Scanner.from_pretrained(tmp_path / "ft")
