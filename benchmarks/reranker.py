@@ -1,7 +1,7 @@
 """The cross-encoder re-scorer against the scanner and the stock baselines (development split).
 
     python benchmarks/reranker.py [--adapter DIR] [--checkpoint DIR] [--items N] \
-        [--part dev|ood|all] [--only squad-long,...] [--variants scanner-rerank,...] \
+        [--part dev|ood|all] [--only squad-long,loong,...] [--variants scanner-rerank,...] \
         [--other-adapters NAME=DIR,...] [--no-rerank] [--out runs/reranker-eval]
 
 Every retriever reads the same items. ``scanner`` is the scan alone (the shipped default);
@@ -201,11 +201,13 @@ def development(
         print("\n".join(versus_rerank))
 
 
-def out_of_domain(variants: list[str], out: Path) -> None:
+def out_of_domain(variants: list[str], out: Path, only: list[str] | None = None) -> None:
     """No loss out of domain: every variant against the scan alone (the shipped scanner),
-    item for item."""
+    item for item (on the benchmarks named in ``only``, default all)."""
     rows = []
     for benchmark, words in OUT_OF_DOMAIN:
+        if only and benchmark not in only:
+            continue
         scores, items = table(benchmark, words, ["scanner", *variants, "bm25-sentence"], None, out)
         for metric in (m for m in scores if m.startswith("ahit@")):
             values = scores[metric]
@@ -245,7 +247,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         default=None,
-        help="comma-separated development benchmarks to run (default: all three)",
+        help="comma-separated benchmarks to run (default: all of the part)",
     )
     parser.add_argument(
         "--variants",
@@ -272,10 +274,11 @@ def main() -> None:
         variants.remove("rerank")
     if args.other_adapters:
         variants += register_other_adapters(args.other_adapters.split(","))
+    only = args.only.split(",") if args.only else None
     if args.part in ("dev", "all"):
-        development(variants, args.items, args.out, args.only.split(",") if args.only else None)
+        development(variants, args.items, args.out, only)
     if args.part in ("ood", "all"):
-        out_of_domain([v for v in variants if v != "rerank"], args.out)
+        out_of_domain([v for v in variants if v != "rerank"], args.out, only)
 
 
 if __name__ == "__main__":
