@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from longscan import __version__
+from longscan.encoders import adapter as adapter_files
 from longscan.encoders.cache import file_sha256
 from longscan.models.config import ScannerConfig
 from longscan.scanning.features import (
@@ -35,6 +36,8 @@ FORMAT_VERSION = 1
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 ENCODER_ADAPTER_DIR = "encoder-adapter"  # a fine-tuned encoder's adapter, copied in
+# both vouched for: the adapter's config holds its scaling, which changes the merged weights too
+ENCODER_ADAPTER_FILES = (adapter_files.WEIGHTS_FILE, adapter_files.CONFIG_FILE)
 DEFAULT_CHECKPOINT = "scanner-minilm"
 
 ScanNetwork: TypeAlias = "ScannerModel | ScannerEnsemble"
@@ -76,7 +79,6 @@ def save_checkpoint(
 
     from safetensors.torch import save_file
 
-    from longscan.encoders import adapter as adapter_files
     from longscan.models.scanner import ScannerEnsemble
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -98,11 +100,11 @@ def save_checkpoint(
     if encoder_adapter is not None:
         copy = directory / ENCODER_ADAPTER_DIR
         copy.mkdir(exist_ok=True)
-        files = (adapter_files.WEIGHTS_FILE, adapter_files.CONFIG_FILE)
-        for name in files:
+        for name in ENCODER_ADAPTER_FILES:
             shutil.copyfile(encoder_adapter / name, copy / name)
-        # both: the adapter's config holds its scaling, which changes the merged weights too
-        config["encoder_adapter_sha256"] = {name: file_sha256(copy / name) for name in files}
+        config["encoder_adapter_sha256"] = {
+            name: file_sha256(copy / name) for name in ENCODER_ADAPTER_FILES
+        }
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
     return directory
 
@@ -165,8 +167,8 @@ def verified_info(directory: Path) -> tuple[CheckpointInfo, str]:
         recorded = raw["encoder_adapter_sha256"]
         if not isinstance(recorded, dict) or not recorded:
             raise CheckpointError(f"{directory / CONFIG_FILE}: invalid encoder_adapter_sha256")
-        for name, digest in recorded.items():
-            checked_file(info.encoder_adapter, name, digest)
+        for name in ENCODER_ADAPTER_FILES:  # each of them, whatever the config lists
+            checked_file(info.encoder_adapter, name, recorded.get(name))
     return info, checked_file(directory, WEIGHTS_FILE, raw.get("weights_sha256"))
 
 
