@@ -19,12 +19,22 @@ import re
 
 from longscan.documents import Document, Evidence
 
-LOOK_BACK = 40  # units above a row searched for its title, column header and group label
+LOOK_BACK = 80  # units above a row searched for its column header (a long statement's rows)
 MAX_LABEL_WORDS = 12  # a title or group label is a short line
 MIN_ROW_FIGURES = 2  # numbers on a line that make it a table row
+TITLE_LINES = 2  # label lines right above a column header that make its title block
+PAGE_HEADER_PAGES = 3  # pages a line must head to be a running page header,
+PAGE_HEADER_SHARE = 0.25  # and the share of the page numbers it must follow
 
 _FIGURE = re.compile(r"^\(?[$€£]?\(?-?\d[\d,]*(\.\d+)?%?\)?$")
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
+_MONTH = re.compile(
+    r"\b(January|February|March|April|May|June|July|August|September|October|November"
+    r"|December)\b",
+    re.IGNORECASE,
+)
+_ABBREVIATION_END = re.compile(r"(^|\s)[A-Z][A-Za-z.]{0,3}\.$")  # "Inc.", "Co.", "L.P."
+_PAGE_NUMBER = re.compile(r"^([A-Z]{1,2}-)?\d{1,4}\.?$|^[ivxl]{1,6}$", re.IGNORECASE)
 _LETTERS = re.compile(r"[A-Za-z]")
 
 
@@ -52,19 +62,51 @@ def row_label(text: str) -> str:
 
 
 def is_column_header(text: str) -> bool:
-    """A short line naming two or more years: the dates over a table's columns."""
-    return len(_YEAR.findall(text)) >= 2 and len(text.split()) <= 3 * MAX_LABEL_WORDS
+    """A short line naming two or more years or months: the dates over a table's columns
+    ("2025 2024", or "March 31, December 31," above them)."""
+    dates = len(_YEAR.findall(text)) + len(_MONTH.findall(text))
+    return dates >= 2 and len(text.split()) <= 3 * MAX_LABEL_WORDS
 
 
 def is_label(text: str) -> bool:
-    """A short line of words, not a sentence and not a row: a title or a row-group label."""
+    """A short line of words, not a sentence and not a row: a title or a row-group label.
+    A final full stop that ends an abbreviation ("Apple Inc.", "Ascent Industries Co.")
+    does not make a sentence."""
     words = text.split()
+    stripped = text.rstrip()
+    sentence = stripped.endswith((".", "?", "!", ";", ",")) and not _ABBREVIATION_END.search(
+        stripped
+    )
     return (
         0 < len(words) <= MAX_LABEL_WORDS
         and bool(_LETTERS.search(text))
         and _figures(words) == 0
-        and not text.rstrip().endswith((".", "?", "!", ";", ","))
+        and not sentence
     )
+
+
+def is_table_note(text: str) -> bool:
+    """A line wholly in parentheses: "(In millions, except per-share amounts)", "(Unaudited)".
+    Under a table's title it qualifies the figures; it may be longer than a label."""
+    stripped = text.strip()
+    return stripped.startswith("(") and stripped.endswith(")")
+
+
+def running_headers(texts: list[str]) -> set[int]:
+    """The units that repeat a running page header ("Table of Contents" on every page): a
+    label that follows a page number ("12", "F-3", "ii") on at least ``PAGE_HEADER_PAGES``
+    pages and on at least ``PAGE_HEADER_SHARE`` of them. Such a line says where a page
+    begins, not what a table is. An issuer's name heading its five statement pages is no
+    running header: it follows too few of the page numbers."""
+    normal = [" ".join(text.replace("\u200b", " ").split()).lower() for text in texts]
+    pages = [index for index, text in enumerate(normal) if _PAGE_NUMBER.match(text)]
+    after_page: dict[str, int] = {}
+    for page in pages:
+        if page + 1 < len(texts) and is_label(texts[page + 1]):
+            after_page[normal[page + 1]] = after_page.get(normal[page + 1], 0) + 1
+    least = max(PAGE_HEADER_PAGES, PAGE_HEADER_SHARE * len(pages))
+    repeated = {text for text, count in after_page.items() if count >= least}
+    return {index for index, text in enumerate(normal) if text in repeated}
 
 
 def context_texts(document: Document, row: int) -> list[str]:
@@ -88,32 +130,58 @@ def table_context(document: Document, evidence: Evidence) -> str:
 
 def row_context(document: Document) -> dict[int, tuple[int, ...]]:
     """For each table row among the document's units, the units that give it meaning, in
-    document order: the table's title (the nearest label line above the column header, or
-    above the rows), the column header (with the label lines right above it, such as
-    "Three Months Ended") and the row's group label (a label ending in ``:`` below the
-    header). Rows with none of these are left out."""
+    document order: the table's title block (up to ``TITLE_LINES`` label lines right above
+    its column header, such as the statement's name and the issuer's), the
+    column header (every date line of it), the section label between the header and the row
+    ("LIABILITIES AND EQUITY") and the row's group label (the nearest label ending in ``:``).
+    Running page headers are never context. A row with no column header within
+    ``LOOK_BACK`` units takes the nearest label above it as its title. Rows with none of
+    these are left out."""
     texts = document.sentence_texts()
     rows = [is_row(text) for text in texts]  # each unit classified once, not once per row
     labels = [is_label(text) for text in texts]
     headers = [is_column_header(text) for text in texts]
+    notes = [is_table_note(text) for text in texts]
+    furniture = running_headers(texts)
     context: dict[int, tuple[int, ...]] = {}
     for index in (i for i, row in enumerate(rows) if row):
-        header: list[int] = []
-        group = title = None
+        found: list[int] = []
+        group = section = None
         above = index - 1
         while above >= max(index - LOOK_BACK, 0):
-            if not header and headers[above]:
-                header.append(above)
-                while above > 0 and len(header) < 3 and labels[above - 1]:
-                    above -= 1
-                    header.append(above)
-            elif labels[above] and texts[above].endswith(":"):
-                group = above if group is None and not header else group
-            elif labels[above]:
-                title = above
+            if above in furniture:
+                pass
+            elif headers[above]:
+                found = _header_and_title(above, headers, labels, notes, furniture)
                 break
+            elif labels[above] and texts[above].rstrip().endswith(":"):
+                group = above if group is None and section is None else group
+            elif labels[above] and section is None:
+                section = above
             above -= 1
-        found = tuple(sorted(i for i in (title, *header, group) if i is not None))
+        found.extend(i for i in (section, group) if i is not None)
         if found:
-            context[index] = found
+            context[index] = tuple(sorted(found))
     return context
+
+
+def _header_and_title(
+    header: int, headers: list[bool], labels: list[bool], notes: list[bool], furniture: set[int]
+) -> list[int]:
+    """The column header's lines, from its lowest ``header`` up, and the title block right
+    above them: up to ``TITLE_LINES`` labels, up to anything else or a running page header.
+    Notes such as "(Unaudited)" are passed over: they would crowd out the statement's name."""
+    found = [header]
+    above = header - 1
+    while above >= 0 and headers[above] and above not in furniture:
+        found.append(above)
+        above -= 1
+    title = 0
+    while above >= 0 and title < TITLE_LINES and above not in furniture:
+        if not (labels[above] or notes[above]):
+            break
+        if labels[above] and not notes[above]:
+            found.append(above)
+            title += 1
+        above -= 1
+    return found

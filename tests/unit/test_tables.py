@@ -10,7 +10,7 @@ import pytest
 from longscan.answering.pipelines import format_evidence
 from longscan.documents import Document, Evidence, read_file
 from longscan.rerankers.cross_encoder import sentence_in_context
-from longscan.tables import is_column_header, is_label, is_row, row_context
+from longscan.tables import is_column_header, is_label, is_row, row_context, running_headers
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +35,37 @@ def test_a_cost_row_reads_with_its_statement_its_quarters_and_its_group(
     row = next(i for i, t in enumerate(texts) if t.startswith("Services 6,698 6,296"))
     lines = [texts[i] for i in row_context(filing)[row]]
     assert lines[0].startswith("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS")
+    assert not any(line.startswith("(In millions") for line in lines)  # a note, passed over
     assert any(is_column_header(line) and "2025" in line for line in lines)
     assert lines[-1] == "Cost of sales:"  # not "Net sales:", the group above it
     passage = sentence_in_context(filing, row)
-    assert passage.startswith(texts[row] + " [SEP] CONDENSED") and "Cost of sales:" in passage
+    assert passage.startswith(texts[row] + " [SEP] CONDENSED CONSOLIDATED STATEMENTS OF")
+    assert "Cost of sales:" in passage
+
+
+def test_a_row_deep_in_a_statement_still_finds_its_header_and_title(filing: Document) -> None:
+    """A section label inside the table ("LIABILITIES AND SHAREHOLDERS' EQUITY:") is not
+    the table's title: the walk goes on up to the column header and the title above it."""
+    texts = filing.sentence_texts()
+    row = next(i for i, t in enumerate(texts) if t.startswith("Total liabilities "))
+    lines = [texts[i] for i in row_context(filing)[row]]
+    title = lines.index("Apple Inc.")
+    assert lines[title + 1].startswith("CONDENSED CONSOLIDATED BALANCE SHEETS")
+    assert any(is_column_header(line) and "2025" in line for line in lines)
+    assert row - min(row_context(filing)[row]) > 20  # far above the row
+
+
+def test_running_page_headers_are_never_a_rows_context(data_dir: Path) -> None:
+    filing = read_file(
+        data_dir / "train-docs" / "sec-full-filings" / "nflx_nflx-10-q-2025-07-18.txt"
+    )
+    texts = filing.sentence_texts()
+    furniture = running_headers(texts)
+    assert len(furniture) >= 10
+    assert {" ".join(texts[i].split()) for i in furniture} == {"Table of Contents"}
+    context = row_context(filing)
+    assert len(context) > 50
+    assert not any(line in furniture for lines in context.values() for line in lines)
 
 
 def test_prose_is_neither_row_nor_label() -> None:
@@ -46,6 +73,8 @@ def test_prose_is_neither_row_nor_label() -> None:
     assert not is_row(prose) and not is_label(prose)
     assert not is_row("It grew again in 2024 and 2025, by 3% and 4%.")
     assert is_row("Gross margin 43,718 39,678 146,860 136,804") and is_label("Net sales:")
+    assert is_label("Ascent Industries Co.") and is_label("AIM IMMUNOTECH INC.")
+    assert not is_label("The stock rose.") and not is_label("Item 1.")
     document = Document("d", "Revenue grew.\n\nIt grew again in 2024 and 2025, by 3% and 4%.")
     assert row_context(document) == {}
 
@@ -65,7 +94,9 @@ def test_a_row_given_as_evidence_is_shown_to_the_answerer_with_its_table(
         [unit(row), unit(row + 1), unit(row, filing.sentences[row + 1][1]), unit(prose)],
         [filing],
     ).splitlines()
-    assert row_line.startswith(f"[1] ({filing.id}) {' '.join(texts[row].split())} {{CONDENSED")
+    assert row_line.startswith(
+        f"[1] ({filing.id}) {' '.join(texts[row].split())} {{CONDENSED CONSOLIDATED"
+    )
     assert row_line.endswith("| Cost of sales:}") and "2025" in row_line
     assert filing.row_context[row + 1] == filing.row_context[row]
     assert "{" not in next_row_line  # the same table, said once

@@ -116,9 +116,13 @@ class ContextualSentenceEncoder:
         return self.encoder.dim
 
     def cache_key(self, document: Document) -> str:
-        return EmbeddingCache.key(
-            "contextual", self.name, document.content_hash, spans_digest(document.sentences)
-        )
+        """The document's text, units and encoder; with ``table_context`` also the context
+        each row reads, so vectors cached before the table rules changed are not reused (a
+        document without rows keeps its key)."""
+        parts = ["contextual", self.name, document.content_hash, spans_digest(document.sentences)]
+        if rows := sorted(self._row_contexts(document).items()):
+            parts.append(hashlib.sha256(repr(rows).encode("utf-8", "surrogatepass")).hexdigest())
+        return EmbeddingCache.key(*parts)
 
     def cached_vectors(
         self,
@@ -242,10 +246,11 @@ class ContextualSentenceEncoder:
         tokenizer = self.encoder.tokenizer
         budget = self.window_tokens - 2
         token_ids = tokenizer.pieces(list(texts), budget)
+        share = budget // ROW_CONTEXT_SHARE  # a long context keeps its lines nearest the row
         context_ids = dict(
             zip(
                 (g for g, context in enumerate(contexts) if context),
-                tokenizer.pieces([c for c in contexts if c], budget // ROW_CONTEXT_SHARE),
+                (ids[-share:] for ids in tokenizer.pieces([c for c in contexts if c], budget)),
                 strict=True,
             )
         )

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from longscan import __version__
+from longscan import tables as tables_module
 from longscan.bench.builders import split_of
 from longscan.encoders.adapter import WEIGHTS_FILE
 from longscan.encoders.cache import EmbeddingCache, file_sha256
@@ -60,6 +61,8 @@ def _data_key(args: TrainingArgs) -> str:
     )
     if args.encoder_adapter is not None:  # appended, so data without one keeps its key
         parts += (file_sha256(Path(args.encoder_adapter) / WEIGHTS_FILE),)
+    if args.table_context:  # rows read the context that these rules find
+        parts += (_file_digest(Path(tables_module.__file__)),)
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
