@@ -15,7 +15,10 @@ statement or benchmark.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
+from pathlib import Path
 
 from longscan.documents import Document, Evidence
 
@@ -36,6 +39,13 @@ _MONTH = re.compile(
 _ABBREVIATION_END = re.compile(r"(^|\s)[A-Z][A-Za-z.]{0,3}\.$")  # "Inc.", "Co.", "L.P."
 _PAGE_NUMBER = re.compile(r"^([A-Z]{1,2}-)?\d{1,4}\.?$|^[ivxl]{1,6}$", re.IGNORECASE)
 _LETTERS = re.compile(r"[A-Za-z]")
+
+
+@functools.cache
+def rules_digest() -> str:
+    """A digest of these rules' source: what a row reads changes only with it, so vectors and
+    training data made under other rules are keyed apart (read once per process)."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def _figures(words: list[str]) -> int:

@@ -26,7 +26,7 @@ import numpy as np
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, spans_digest
 from longscan.encoders.minilm import SentenceEncoder, get_encoder, unit_rows, without_adapter
-from longscan.tables import context_texts
+from longscan.tables import context_texts, rules_digest
 
 DEFAULT_WINDOW_TOKENS = 256  # MiniLM was trained at 256 tokens or fewer
 TABLE_CONTEXT_SUFFIX = "+rows"
@@ -116,12 +116,12 @@ class ContextualSentenceEncoder:
         return self.encoder.dim
 
     def cache_key(self, document: Document) -> str:
-        """The document's text, units and encoder; with ``table_context`` also the context
-        each row reads, so vectors cached before the table rules changed are not reused (a
-        document without rows keeps its key)."""
+        """The document's text, units and encoder; with ``table_context`` also the table
+        rules, which decide what each row reads, so vectors cached under other rules are
+        not reused. Cheap: a re-query finds its vectors without reading any table."""
         parts = ["contextual", self.name, document.content_hash, spans_digest(document.sentences)]
-        if rows := sorted(self._row_contexts(document).items()):
-            parts.append(hashlib.sha256(repr(rows).encode("utf-8", "surrogatepass")).hexdigest())
+        if self.table_context:
+            parts.append(rules_digest())
         return EmbeddingCache.key(*parts)
 
     def cached_vectors(

@@ -14,7 +14,6 @@ from typing import Any
 import torch
 
 from longscan import __version__
-from longscan import tables as tables_module
 from longscan.bench.builders import split_of
 from longscan.encoders.adapter import WEIGHTS_FILE
 from longscan.encoders.cache import EmbeddingCache, file_sha256
@@ -24,6 +23,7 @@ from longscan.models.scanner import ScannerEnsemble
 from longscan.scanning import features as features_module
 from longscan.scanning.checkpoint import save_checkpoint
 from longscan.scanning.features import FEATURE_NAMES
+from longscan.tables import rules_digest
 from longscan.training.args import TrainingArgs
 from longscan.training.card import model_card
 from longscan.training.data import (
@@ -62,7 +62,7 @@ def _data_key(args: TrainingArgs) -> str:
     if args.encoder_adapter is not None:  # appended, so data without one keeps its key
         parts += (file_sha256(Path(args.encoder_adapter) / WEIGHTS_FILE),)
     if args.table_context:  # rows read the context that these rules find
-        parts += (_file_digest(Path(tables_module.__file__)),)
+        parts += (rules_digest(),)
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 

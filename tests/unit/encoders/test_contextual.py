@@ -87,6 +87,7 @@ def test_a_table_row_reads_after_its_title_header_and_group(filing_path) -> None
     assert rows.table_context and rows.name == "all-MiniLM-L6-v2/ctx128+rows"
     filing = read_file(filing_path)
     assert plain.cache_key(filing) != rows.cache_key(filing)  # never each other's vectors
+    assert "row_context" not in filing.__dict__  # a key is made without reading any table
     before, after = plain.encode_document(filing), rows.encode_document(filing)
     texts = filing.sentence_texts()
     changed = np.flatnonzero((before * after).sum(axis=1) < 1 - 1e-5)
@@ -96,3 +97,14 @@ def test_a_table_row_reads_after_its_title_header_and_group(filing_path) -> None
     question = get_encoder().encode(["cost of sales for services"])[0]
     assert max(services, key=lambda i: after[i] @ question) == cost
     assert max(services, key=lambda i: before[i] @ question) != cost
+
+
+def test_row_vectors_made_under_other_table_rules_are_not_reused(filing_path, monkeypatch) -> None:
+    """The ``+rows`` key names the table rules' digest: after a change to ``tables.py`` a
+    filing's cached vectors are made again; the plain encoder's key does not move."""
+    plain = ContextualSentenceEncoder(get_encoder(), 128)
+    rows = ContextualSentenceEncoder.from_name("all-MiniLM-L6-v2/ctx128+rows")
+    filing = read_file(filing_path)
+    before = plain.cache_key(filing), rows.cache_key(filing)
+    monkeypatch.setattr(contextual, "rules_digest", lambda: "other-rules")
+    assert plain.cache_key(filing) == before[0] and rows.cache_key(filing) != before[1]
