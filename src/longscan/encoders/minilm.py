@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from longscan.encoders.bert import (
+    REBUILD_ADAPTER,
     BertBody,
     OnnxBert,
     TorchBert,
@@ -195,18 +196,20 @@ def _loaded_encoder(name: str, adapter: str | None, runtime: str) -> SentenceEnc
         )
     adapter_path = None if adapter is None else Path(adapter)
     name = DEFAULT_ENCODER
-    if adapter_path is not None:
-        from longscan.encoders.adapter import read_adapter
-
-        tuned = read_adapter(adapter_path, rebuild="longscan train-encoder")
-        name = f"{name}+{tuned.digest[:16]}"
     body: BertBody
-    if quantized or runtime == "onnx":
+    if quantized or runtime == "onnx":  # the export is keyed by the checked adapter: no torch
+        if adapter_path is not None:
+            from longscan.encoders.adapter import checked_adapter_config
+
+            _, digest = checked_adapter_config(adapter_path, rebuild=REBUILD_ADAPTER)
+            name = f"{name}+{digest[:16]}"
         body = OnnxBert(onnx_export(quantized, adapter_path))
     else:
         body = TorchBert.packaged()
         if adapter_path is not None:
-            from longscan.encoders.adapter import merge_adapter
+            from longscan.encoders.adapter import merge_adapter, read_adapter
 
+            tuned = read_adapter(adapter_path, rebuild=REBUILD_ADAPTER)
+            name = f"{name}+{tuned.digest[:16]}"
             merge_adapter(body.model, tuned, adapter_path)
     return SentenceEncoder(body, WordPieces(packaged_model_dir()), name + QUANTIZED * quantized)

@@ -4,6 +4,8 @@ around every window edge; networks that need the whole sequence stay on PyTorch.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,6 +43,22 @@ def test_the_shipped_scanner_ranks_the_novel_the_same(novel, monkeypatch) -> Non
         ours, theirs = fast.score(question, [novel]), reference.score(question, [novel])
         assert np.abs(ours - theirs).max() < 1e-3
         assert list(np.argsort(-ours)[:10]) == list(np.argsort(-theirs)[:10])
+
+
+def test_a_later_question_imports_no_torch(novel_path: Path) -> None:
+    """Once the shipped networks' ONNX graphs exist, a new process answers a question without
+    importing torch (about two seconds of a question's start), the tuned encoder included."""
+    ask = (
+        "import sys; from longscan.documents import read_file; "
+        "from longscan.retrievers import get_retriever; "
+        f"novel = read_file({str(novel_path)!r}); "
+        "hits = get_retriever('scanner').retrieve('Who is the Cat?', [novel]); "
+        "print(len(hits), 'torch' in sys.modules)"
+    )
+    first = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True, check=True)
+    later = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True, check=True)
+    assert first.stdout.split()[0] == later.stdout.split()[0] != "0"
+    assert later.stdout.split()[1] == "False"
 
 
 @pytest.mark.parametrize(
