@@ -384,6 +384,15 @@ def evaluate_command(
     ] = 20_000,
     max_items: Annotated[int | None, typer.Option(min=1, help="Items to evaluate.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the long-document builder.")] = 0,
+    table_context: Annotated[
+        bool,
+        typer.Option(
+            "--table-context/--units-only",
+            help="Word budgets read each table row after its table's title, column header "
+            "and group (units of the document, their words counted), as an answerer is "
+            "shown them; the default counts the ranked units only.",
+        ),
+    ] = False,
     out: Annotated[
         Path | None, typer.Option(help="Folder for the JSON, markdown and plot.")
     ] = None,
@@ -403,6 +412,7 @@ def evaluate_command(
             max_items=max_items,
             seed=seed,
             out_dir=out,
+            table_context=table_context,
         )
     except (ValueError, FileNotFoundError) as error:
         raise _fail(str(error)) from None

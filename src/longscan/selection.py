@@ -12,6 +12,7 @@ from typing import Literal
 import numpy as np
 
 from longscan.documents import Document, Evidence
+from longscan.tables import sentence_of
 
 Order = Literal["score", "document"]
 
@@ -99,3 +100,32 @@ def _merge_into(chosen: list[Evidence], new: Evidence, document: Document) -> li
             kept.append(old)
     merged = Evidence.of(document, start, end, score, new.unit)
     return [*kept, merged]
+
+
+def with_table_context(
+    evidence: Sequence[Evidence], documents: Sequence[Document]
+) -> list[Evidence]:
+    """The ranking with each table row's context units (its table's title block, column
+    header and row group, ``tables.row_context``) placed right before the row at the row's
+    score, every unit once. A row of figures cited alone cannot be read or checked; its
+    context is evidence like any other, with exact offsets, and costs words in a budget.
+    Chunks and units that are not table rows pass unchanged."""
+    by_id = {document.id: document for document in documents}
+    given: set[tuple[str, int]] = set()
+    ranked: list[Evidence] = []
+    for hit in evidence:
+        document = by_id[hit.doc_id]
+        sentence = sentence_of(document, hit)
+        if sentence is None:
+            ranked.append(hit)
+            continue
+        if (hit.doc_id, sentence) in given:  # already placed as a row's context
+            continue
+        for unit in document.row_context.get(sentence, ()):
+            if (hit.doc_id, unit) not in given:
+                given.add((hit.doc_id, unit))
+                start, end = (int(v) for v in document.sentences[unit])
+                ranked.append(Evidence.of(document, start, end, hit.score, unit))
+        given.add((hit.doc_id, sentence))
+        ranked.append(hit)
+    return ranked

@@ -126,16 +126,24 @@ def context_texts(document: Document, row: int) -> list[str]:
     return [document.text[spans[i, 0] : spans[i, 1]] for i in document.row_context.get(row, ())]
 
 
+def sentence_of(document: Document, evidence: Evidence) -> int | None:
+    """The index of the document's sentence that ``evidence`` is exactly, else None: a chunk
+    that starts on a row is never taken for that row."""
+    if not 0 <= evidence.unit < len(document.sentences):
+        return None
+    if tuple(document.sentences[evidence.unit].tolist()) != (evidence.start, evidence.end):
+        return None
+    return evidence.unit
+
+
 def table_context(document: Document, evidence: Evidence) -> str:
     """The title, column header and row group of a table row given as evidence
     (``context_texts``), joined by " | "; "" for any other unit. A row of figures alone does
-    not say what they are. Only a unit that is exactly one of the document's sentences is
-    looked up, so a chunk that starts on a row is never given that row's context."""
-    if not 0 <= evidence.unit < len(document.sentences):
+    not say what they are."""
+    row = sentence_of(document, evidence)
+    if row is None:
         return ""
-    if tuple(document.sentences[evidence.unit].tolist()) != (evidence.start, evidence.end):
-        return ""
-    return " | ".join(" ".join(text.split()) for text in context_texts(document, evidence.unit))
+    return " | ".join(" ".join(text.split()) for text in context_texts(document, row))
 
 
 def row_context(document: Document) -> dict[int, tuple[int, ...]]:

@@ -10,6 +10,7 @@ import pytest
 from longscan.answering.pipelines import format_evidence
 from longscan.documents import Document, Evidence, read_file
 from longscan.rerankers.cross_encoder import sentence_in_context
+from longscan.selection import with_table_context
 from longscan.tables import is_column_header, is_label, is_row, row_context, running_headers
 
 
@@ -102,3 +103,32 @@ def test_a_row_given_as_evidence_is_shown_to_the_answerer_with_its_table(
     assert "{" not in next_row_line  # the same table, said once
     assert "{" not in chunk_line and "{" not in prose_line  # a chunk, and prose, get none
     assert format_evidence([unit(row)]) == f"[1] ({filing.id}) {' '.join(texts[row].split())}"
+
+
+def test_a_ranked_row_brings_its_context_units_once_with_exact_offsets(
+    filing: Document,
+) -> None:
+    """Before each table row the ranking gains the units that say what the row means, as
+    evidence with exact offsets; a context unit is given once, also when ranked itself
+    later, and prose and chunks pass unchanged."""
+    texts = filing.sentence_texts()
+    services = next(i for i, t in enumerate(texts) if t.startswith("Services 6,698 6,296"))
+    products = services - 1  # the row above it, in the same table and group
+    prose = next(i for i, t in enumerate(texts) if t.endswith(".") and len(t.split()) > 12)
+    context = filing.row_context[services]
+    assert filing.row_context[products] == context and texts[products].startswith("Products")
+
+    def unit(index: int, score: float) -> Evidence:
+        start, end = filing.sentences[index].tolist()
+        return Evidence.of(filing, start, end, score, index)
+
+    chunk = Evidence.of(filing, int(filing.sentences[services, 0]), len(filing.text), 0.5, 0)
+    ranking = [unit(prose, 0.9), unit(services, 0.8), chunk, unit(products, 0.7)]
+    ranking.append(unit(context[0], 0.1))  # the statement's title, ranked on its own
+    widened = with_table_context(ranking, [filing])
+    assert [e.unit for e in widened] == [prose, *context, services, 0, products]
+    assert widened[2 + len(context)] == chunk
+    for item in widened:
+        assert filing.text[item.start : item.end] == item.text
+    assert all(item.score == 0.8 for item in widened[1 : 2 + len(context)])
+    assert with_table_context(ranking[:1], [filing]) == ranking[:1]

@@ -49,8 +49,10 @@ def run_benchmark(
     seed: int = 0,
     out_dir: Path | None = None,
     progress: bool = True,
+    table_context: bool = False,
 ) -> BenchmarkRun:
-    """Build ``benchmark`` items and evaluate each retriever on exactly the same items."""
+    """Build ``benchmark`` items and evaluate each retriever on exactly the same items
+    (``table_context``: budgets count each table row's context units, see ``evaluate``)."""
     if not retrievers:
         raise ValueError("name at least one retriever")
     items = build_benchmark(
@@ -62,7 +64,7 @@ def run_benchmark(
     for name in retrievers:
         retriever = make_retriever(name, items)
         retriever.name = name  # progress bars and reports show the registry name
-        result = evaluate(retriever, items, progress=progress)
+        result = evaluate(retriever, items, progress=progress, table_context=table_context)
         result.retriever = name
         results.append(result)
     markdown = markdown_table(results)
@@ -74,7 +76,8 @@ def run_benchmark(
         settings = {
             "benchmark": benchmark, "retrievers": list(retrievers), "split": split,
             "target_words": target_words, "max_items": max_items, "seed": seed,
-            "items": [item.id for item in items], "command": shlex.join(sys.argv),
+            "table_context": table_context, "items": [item.id for item in items],
+            "command": shlex.join(sys.argv),
         }  # fmt: skip
         files.append(write_json(results, out_dir / f"{stem}.json", settings))
         (out_dir / f"{stem}.md").write_text(markdown + "\n")

@@ -31,6 +31,7 @@ from longscan.evaluation.measures import (
 )
 from longscan.progress import track
 from longscan.retrievers.base import Retriever
+from longscan.selection import with_table_context
 
 DEFAULT_LENGTH_EDGES = (5_000, 20_000, 50_000, 100_000)
 DEFAULT_TOP_K = 2_000
@@ -233,6 +234,7 @@ def evaluate(
     length_edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
     top_k: int | None = DEFAULT_TOP_K,
     progress: bool = True,
+    table_context: bool = False,
 ) -> EvaluationResult:
     """Retrieve for every item once and score every measure family that applies to it.
 
@@ -251,6 +253,9 @@ def evaluate(
         top_k: Units to retrieve per item; the default 2,000 covers the largest default budget
             and k with room to spare. ``None`` ranks every unit.
         progress: Show a progress bar.
+        table_context: The budget measures read each table row after the units that say
+            what it means (``selection.with_table_context``), counting their words: the
+            evidence an answerer is shown. Rankings (``R@k``, documents) are unchanged.
 
     Raises:
         ValueError: duplicate item ids, a bad cutoff or edge, or a bad ``top_k``.
@@ -275,7 +280,8 @@ def evaluate(
         started = time.perf_counter()
         evidence = retriever.retrieve(item.query, item.documents, top_k=top_k)
         seconds = time.perf_counter() - started
-        scores = budget_scores(item, evidence, budget_level)
+        read = with_table_context(evidence, item.documents) if table_context else evidence
+        scores = budget_scores(item, read, budget_level)
         if len(item.documents) > 1:
             ranking = document_ranking(evidence)
             scores.update(document_scores(ranking, gold_documents(item), document_level))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from longscan.bench.items import GoldSpan, QAItem
-from longscan.documents import Document, Evidence
+from longscan.documents import Document, Evidence, read_file
 from longscan.evaluation.evaluator import (
     EvaluationResult,
     LengthBuckets,
@@ -16,6 +16,7 @@ from longscan.evaluation.evaluator import (
     evidence_position,
 )
 from longscan.retrievers.base import Retriever, Units
+from longscan.tables import context_texts
 
 WHALE = "Whales are large. The blue whale is the largest animal. Cats are small."
 
@@ -258,3 +259,31 @@ def test_bad_arguments_are_rejected(items):
         evaluate(retriever, [items[0], items[0]], progress=False)
     with pytest.raises(ValueError, match="top_k"):
         evaluate(retriever, items, top_k=0, progress=False)
+
+
+def test_table_context_budgets_read_a_row_with_the_lines_that_say_what_it_is(
+    filing_path,
+) -> None:
+    """With ``table_context`` a ranked table row is read after its statement's title and
+    column header, and their words count: an answer only they hold is found within the
+    budget, and the row itself is pushed back by exactly their words."""
+    filing = read_file(filing_path)
+    texts = filing.sentence_texts()
+    row = next(text for text in texts if text.startswith("Services 6,698 6,296"))
+    prose = [t for t in texts if t.endswith(".") and len(t.split()) > 12 and "OPERATIONS" not in t]
+    script = {"statement?": [row, *prose[:20]], "figure?": [*prose[:20], row]}
+    title = "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS"
+    items = [
+        QAItem("statement", "statement?", [filing], answers=[title]),
+        QAItem("figure", "figure?", [filing], answers=[row]),
+    ]
+    words = sum(len(t.split()) for t in [*prose[:20], row])
+    context = sum(len(t.split()) for t in context_texts(filing, texts.index(row)))
+    budgets = (words, words + context)
+    plain = evaluate(ScriptedRetriever(script), items, budgets=budgets, progress=False)
+    read = evaluate(
+        ScriptedRetriever(script), items, budgets=budgets, progress=False, table_context=True
+    )
+    assert [r.scores[f"ahit@{words}"] for r in plain.records] == [0.0, 1.0]
+    assert [r.scores[f"ahit@{words}"] for r in read.records] == [1.0, 0.0]
+    assert read.records[1].scores[f"ahit@{words + context}"] == 1.0
