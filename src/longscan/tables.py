@@ -102,17 +102,18 @@ def is_table_note(text: str) -> bool:
     return stripped.startswith("(") and stripped.endswith(")")
 
 
-def running_headers(texts: list[str]) -> set[int]:
+def running_headers(texts: list[str], labels: list[bool]) -> set[int]:
     """The units that repeat a running page header ("Table of Contents" on every page): a
     label that follows a page number ("12", "F-3", "ii") on at least ``PAGE_HEADER_PAGES``
     pages and on at least ``PAGE_HEADER_SHARE`` of them. Such a line says where a page
     begins, not what a table is. An issuer's name heading its five statement pages is no
-    running header: it follows too few of the page numbers."""
+    running header: it follows too few of the page numbers. ``labels``: ``is_label`` of
+    each text, as ``row_context`` has already found them."""
     normal = [" ".join(text.replace("\u200b", " ").split()).lower() for text in texts]
     pages = [index for index, text in enumerate(normal) if _PAGE_NUMBER.match(text)]
     after_page: dict[str, int] = {}
     for page in pages:
-        if page + 1 < len(texts) and is_label(texts[page + 1]):
+        if page + 1 < len(texts) and labels[page + 1]:
             after_page[normal[page + 1]] = after_page.get(normal[page + 1], 0) + 1
     least = max(PAGE_HEADER_PAGES, PAGE_HEADER_SHARE * len(pages))
     repeated = {text for text, count in after_page.items() if count >= least}
@@ -160,7 +161,7 @@ def row_context(document: Document) -> dict[int, tuple[int, ...]]:
     labels = [is_label(text) for text in texts]
     headers = [is_column_header(text) for text in texts]
     notes = [is_table_note(text) for text in texts]
-    furniture = running_headers(texts)
+    furniture = running_headers(texts, labels)
     context: dict[int, tuple[int, ...]] = {}
     for index in (i for i, row in enumerate(rows) if row):
         found: list[int] = []

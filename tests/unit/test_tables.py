@@ -61,7 +61,7 @@ def test_running_page_headers_are_never_a_rows_context(data_dir: Path) -> None:
         data_dir / "train-docs" / "sec-full-filings" / "nflx_nflx-10-q-2025-07-18.txt"
     )
     texts = filing.sentence_texts()
-    furniture = running_headers(texts)
+    furniture = running_headers(texts, [is_label(text) for text in texts])
     assert len(furniture) >= 10
     assert {" ".join(texts[i].split()) for i in furniture} == {"Table of Contents"}
     context = row_context(filing)
