@@ -78,16 +78,6 @@ def is_column_header(text: str) -> bool:
     return dates >= 2 and len(text.split()) <= 3 * MAX_LABEL_WORDS
 
 
-def is_period_line(text: str) -> bool:
-    """A short line naming one date, not a sentence and not a row: a column header's upper
-    line ("Year Ended December 31," over "2025 2024"), which says what period the figures
-    cover. Its "31," reads as a figure, so it is no label."""
-    dates = len(_YEAR.findall(text)) + len(_MONTH.findall(text))
-    sentence = text.rstrip().endswith((".", "?", "!", ";"))
-    short = len(text.split()) <= MAX_LABEL_WORDS
-    return dates >= 1 and short and not sentence and not is_row(text)
-
-
 def is_label(text: str) -> bool:
     """A short line of words, not a sentence and not a row: a title or a row-group label.
     A final full stop that ends an abbreviation ("Apple Inc.", "Ascent Industries Co.")
@@ -160,10 +150,9 @@ def table_context(document: Document, evidence: Evidence) -> str:
 def row_context(document: Document) -> dict[int, tuple[int, ...]]:
     """For each table row among the document's units, the units that give it meaning, in
     document order: the table's title block (up to ``TITLE_LINES`` label lines right above
-    its column header, such as the statement's name and the issuer's), the column header
-    (every line of dates or of a period over it), the section label between the header and
-    the row ("LIABILITIES AND EQUITY") and the row's group label (the nearest label ending
-    in ``:``).
+    its column header, such as the statement's name and the issuer's), the
+    column header (every date line of it), the section label between the header and the row
+    ("LIABILITIES AND EQUITY") and the row's group label (the nearest label ending in ``:``).
     Running page headers are never context. A row with no column header within
     ``LOOK_BACK`` units takes the nearest label above it as its title. Rows with none of
     these are left out."""
@@ -171,7 +160,6 @@ def row_context(document: Document) -> dict[int, tuple[int, ...]]:
     rows = [is_row(text) for text in texts]  # each unit classified once, not once per row
     labels = [is_label(text) for text in texts]
     headers = [is_column_header(text) for text in texts]
-    periods = [header or is_period_line(text) for header, text in zip(headers, texts, strict=True)]
     notes = [is_table_note(text) for text in texts]
     furniture = running_headers(texts, labels)
     context: dict[int, tuple[int, ...]] = {}
@@ -183,7 +171,7 @@ def row_context(document: Document) -> dict[int, tuple[int, ...]]:
             if above in furniture:
                 pass
             elif headers[above]:
-                found = _header_and_title(above, periods, labels, notes, furniture)
+                found = _header_and_title(above, headers, labels, notes, furniture)
                 break
             elif labels[above] and texts[above].rstrip().endswith(":"):
                 group = above if group is None and section is None else group
@@ -197,15 +185,14 @@ def row_context(document: Document) -> dict[int, tuple[int, ...]]:
 
 
 def _header_and_title(
-    header: int, periods: list[bool], labels: list[bool], notes: list[bool], furniture: set[int]
+    header: int, headers: list[bool], labels: list[bool], notes: list[bool], furniture: set[int]
 ) -> list[int]:
-    """The column header's lines, from its lowest ``header`` up over every line of dates or
-    of a period, and the title block right above them: up to ``TITLE_LINES`` labels, up to
-    anything else or a running page header. Notes such as "(Unaudited)" are passed over:
-    they would crowd out the statement's name."""
+    """The column header's lines, from its lowest ``header`` up, and the title block right
+    above them: up to ``TITLE_LINES`` labels, up to anything else or a running page header.
+    Notes such as "(Unaudited)" are passed over: they would crowd out the statement's name."""
     found = [header]
     above = header - 1
-    while above >= 0 and periods[above] and above not in furniture:
+    while above >= 0 and headers[above] and above not in furniture:
         found.append(above)
         above -= 1
     title = 0

@@ -11,14 +11,7 @@ from longscan.answering.pipelines import format_evidence
 from longscan.documents import Document, Evidence, read_file
 from longscan.rerankers.cross_encoder import sentence_in_context
 from longscan.selection import with_table_context
-from longscan.tables import (
-    is_column_header,
-    is_label,
-    is_period_line,
-    is_row,
-    row_context,
-    running_headers,
-)
+from longscan.tables import is_column_header, is_label, is_row, row_context, running_headers
 
 
 @pytest.fixture(scope="module")
@@ -74,24 +67,6 @@ def test_running_page_headers_are_never_a_rows_context(data_dir: Path) -> None:
     context = row_context(filing)
     assert len(context) > 50
     assert not any(line in furniture for lines in context.values() for line in lines)
-
-
-def test_a_period_line_over_the_dates_belongs_to_the_column_header(data_dir: Path) -> None:
-    """ "Years ended December 31," over "2009 2008" says what period a row's figures cover;
-    its "31," reads as a figure, so it is no label, and it was lost with the title above."""
-    filing = read_file(
-        data_dir / "train-docs" / "sec-full-filings" / "10-K_0001193125-10-073212.txt"
-    )
-    texts = filing.sentence_texts()
-    row = next(i for i, t in enumerate(texts) if t.startswith("$ 108,235"))
-    lines = [" ".join(texts[i].split()) for i in filing.row_context[row]]
-    assert lines == [
-        "Years ended December 31,",
-        "2009 2008",
-        "Southeast (Florida, Georgia, South Carolina)",
-    ]
-    assert is_period_line(lines[0]) and not is_label(lines[0])
-    assert not is_period_line("Premiums grew 4% in 2009.")  # a sentence
 
 
 def test_prose_is_neither_row_nor_label() -> None:
