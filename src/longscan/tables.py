@@ -16,11 +16,11 @@ statement or benchmark.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from pathlib import Path
 
 from longscan.documents import Document, Evidence
+from longscan.encoders.cache import file_sha256
 
 LOOK_BACK = 80  # units above a row searched for its column header (a long statement's rows)
 MAX_LABEL_WORDS = 12  # a title or group label is a short line
@@ -45,7 +45,7 @@ _LETTERS = re.compile(r"[A-Za-z]")
 def rules_digest() -> str:
     """A digest of these rules' source: what a row reads changes only with it, so vectors and
     training data made under other rules are keyed apart (read once per process)."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    return file_sha256(Path(__file__))[:16]
 
 
 def _figures(words: list[str]) -> int:

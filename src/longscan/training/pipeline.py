@@ -67,7 +67,7 @@ def _data_key(args: TrainingArgs) -> str:
 
 
 def _file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return file_sha256(path)[:16]
 
 
 def build_data(
