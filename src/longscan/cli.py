@@ -852,7 +852,9 @@ def synth(
     out: Annotated[Path, typer.Option(help="JSONL file of examples to write.")],
     strategy: Annotated[
         list[str] | None,
-        typer.Option("--strategy", "-s", help="chunk, pair or link; repeatable (default link)."),
+        typer.Option(
+            "--strategy", "-s", help="chunk, table, pair or link; repeatable (default link)."
+        ),
     ] = None,
     count: Annotated[int, typer.Option(min=1, help="Examples to attempt per strategy.")] = 100,
     chunk_sentences: Annotated[int, typer.Option(min=2)] = 20,
@@ -893,7 +895,7 @@ def synth(
     chosen = strategy or ["link"]
     unknown = [s for s in chosen if s not in syn.STRATEGIES]
     if unknown:
-        raise _fail(f"unknown strategy {unknown[0]!r}; choose chunk, pair or link")
+        raise _fail(f"unknown strategy {unknown[0]!r}; choose chunk, table, pair or link")
     if min_tokens > max_tokens:
         raise _fail("--min-tokens must not exceed --max-tokens")
     settings = syn.SynthSettings(

@@ -142,8 +142,11 @@ def table_context(document: Document, evidence: Evidence) -> str:
     (``context_texts``), joined by " | "; "" for any other unit. A row of figures alone does
     not say what they are."""
     row = sentence_of(document, evidence)
-    if row is None:
-        return ""
+    return "" if row is None else context_line(document, row)
+
+
+def context_line(document: Document, row: int) -> str:
+    """``context_texts`` of sentence ``row``, whitespace collapsed, joined by " | "."""
     return " | ".join(" ".join(text.split()) for text in context_texts(document, row))
 
 

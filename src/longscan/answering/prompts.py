@@ -118,6 +118,18 @@ SYNTH_CHUNK = Prompt(
     "Sentences:\n{chunk}\n\nJSON:",
 )
 
+SYNTH_TABLE = Prompt(
+    "synth-table",
+    1,
+    "You write training data for a system that finds evidence in long documents. Given "
+    "numbered lines of a table from a report (after a row, its table's title, column header "
+    "and row group are shown in braces), write one specific question that figures in these "
+    "rows answer, naming the item and the period or column as a reader of the report would, "
+    "and list the numbers of every row needed to answer it. Reply in JSON: "
+    '{{"question": "...", "relevant": [numbers]}}.',
+    "Lines:\n{chunk}\n\nJSON:",
+)
+
 SYNTH_LINKS = Prompt(
     "synth-find-links",
     2,
@@ -149,6 +161,7 @@ ALL_PROMPTS = (
     JUDGE_EMBS,
     LOCALIZE_DOCUMENTS,
     SYNTH_CHUNK,
+    SYNTH_TABLE,
     SYNTH_LINKS,
     SYNTH_TWO_CHUNKS,
 )

@@ -4,6 +4,9 @@ An LLM reads 20-sentence chunks of a real document and writes a question with a 
 label for every sentence, with three strategies:
 
 * ``chunk``: one random chunk;
+* ``table``: a random chunk of a table, at least half of it rows read under their table's
+  title and column header (``tables.row_context``), shown to the LLM with that context; the
+  question must be answered by a row (prose chunks rarely label one);
 * ``pair``: a random chunk and the chunk most similar to it (MiniLM vectors);
 * ``link`` (the paper's best): a chunk at the start or end of a 200-sentence window; the LLM
   names real connections to other chunks of the window, then writes a question that needs
@@ -24,22 +27,33 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from longscan.answering.llm import Completion, LLMClient, LLMError
-from longscan.answering.prompts import SYNTH_CHUNK, SYNTH_LINKS, SYNTH_TWO_CHUNKS, Prompt
+from longscan.answering.prompts import (
+    SYNTH_CHUNK,
+    SYNTH_LINKS,
+    SYNTH_TABLE,
+    SYNTH_TWO_CHUNKS,
+    Prompt,
+)
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.bench.builders import split_of
 from longscan.documents import Document, read_file
 from longscan.progress import track
+from longscan.tables import context_line
 from longscan.training.data import contamination
 
-Strategy = Literal["chunk", "pair", "link"]
+Strategy = Literal["chunk", "table", "pair", "link"]
 REFUSED_REQUEST = (400, 413, 422)  # this request cannot succeed (e.g. longer than the window)
-STRATEGIES: tuple[Strategy, ...] = ("chunk", "pair", "link")
+STRATEGIES: tuple[Strategy, ...] = ("chunk", "table", "pair", "link")
+TABLE_ROW_SHARE = 0.5  # rows with context among a chunk's lines that make it a table chunk
+TABLE_CHUNK_TOKENS = 400  # a longer table chunk is a flattened page, not rows (and slow to read)
+SPAN_TRIES = 8  # spans drawn around an example's chunks to find one free of evaluation text
 
 
 @dataclass(frozen=True)
@@ -225,6 +239,14 @@ def validate_chunk_reply(text: str, n: int) -> tuple[str, list[int]]:
     return _question(reply), _indices(reply, "relevant", n)
 
 
+def validate_table_reply(text: str, rows: Sequence[bool]) -> tuple[str, list[int]]:
+    """A chunk reply whose labelled lines include a table row (``rows[i]``: line i is one)."""
+    question, relevant = validate_chunk_reply(text, len(rows))
+    if not any(rows[i] for i in relevant):
+        raise InvalidReply("no table row labelled")
+    return question, relevant
+
+
 def validate_two_chunk_reply(text: str, n_a: int, n_b: int) -> tuple[str, list[int], list[int]]:
     reply = _parse(text)
     return _question(reply), _indices(reply, "relevant_a", n_a), _indices(reply, "relevant_b", n_b)
@@ -252,11 +274,36 @@ class SourceDocument:
         n = len(self.texts)
         self.chunks = [(a, min(a + chunk_sentences, n)) for a in range(0, n, chunk_sentences)]
 
-    def numbered(self, chunk: tuple[int, int]) -> str:
+    def numbered(self, chunk: tuple[int, int], row_context: bool = False) -> str:
+        """``[i] line`` for each line of ``chunk``; with ``row_context``, a table row is
+        followed by its title, column header and group in braces when the line above had
+        other ones (as ``format_evidence`` shows rows to the answerer)."""
         first, last = chunk
-        return "\n".join(
-            f"[{i}] {' '.join(self.texts[first + i].split())}" for i in range(last - first)
-        )
+        lines, shown = [], ""
+        for i in range(last - first):
+            line = f"[{i}] {' '.join(self.texts[first + i].split())}"
+            context = context_line(self.document, first + i) if row_context else ""
+            if context and context != shown:
+                line += f" {{{context}}}"
+            lines.append(line)
+            shown = context
+        return "\n".join(lines)
+
+    def is_row(self, chunk: tuple[int, int]) -> list[bool]:
+        """Whether each line of ``chunk`` is a table row read with context."""
+        rows = self.document.row_context
+        return [i in rows for i in range(*chunk)]
+
+    @cached_property
+    def table_chunks(self) -> list[tuple[int, int]]:
+        """The chunks of at most ``TABLE_CHUNK_TOKENS`` at least ``TABLE_ROW_SHARE`` of whose
+        lines are rows with context."""
+        return [
+            (a, b)
+            for a, b in self.chunks
+            if self.tokens[a:b].sum() <= TABLE_CHUNK_TOKENS
+            and np.mean(self.is_row((a, b))) >= TABLE_ROW_SHARE
+        ]
 
 
 @dataclass
@@ -281,13 +328,30 @@ def plan(
 ) -> list[_Request]:
     """The first-stage requests for ``count`` examples, drawn with a fixed seed."""
     rng = random.Random(f"{settings.seed}/{strategy}")
-    eligible = [s for s in sources if len(s.chunks) >= (1 if strategy == "chunk" else 2)]
+    if strategy == "table":
+        eligible = [s for s in sources if s.table_chunks]
+    else:
+        eligible = [s for s in sources if len(s.chunks) >= (1 if strategy == "chunk" else 2)]
     if not eligible:
-        raise ValueError(f"no document is long enough for {strategy}-based examples")
+        need = "has a table" if strategy == "table" else "is long enough"
+        raise ValueError(f"no document {need} for {strategy}-based examples")
     requests = []
     for _ in range(count):
         index = rng.randrange(len(eligible))
         source = eligible[index]
+        if strategy == "table":
+            chunk = rng.choice(source.table_chunks)
+            requests.append(
+                _Request(
+                    strategy,
+                    source,
+                    [chunk],
+                    SYNTH_TABLE,
+                    {"chunk": source.numbered(chunk, row_context=True)},
+                    chunk_schema(chunk[1] - chunk[0]),
+                )
+            )
+            continue
         anchor = rng.randrange(len(source.chunks))
         chunk = source.chunks[anchor]
         if strategy == "chunk":
@@ -435,6 +499,29 @@ def begin_some_at_evidence(
     return out, cut
 
 
+def clean_span(
+    request: _Request,
+    rng: random.Random,
+    settings: SynthSettings,
+    fingerprints: set[bytes] | None,
+    threshold: float,
+) -> tuple[int, int] | None:
+    """The first of up to ``SPAN_TRIES`` spans (``example_span``) around the request's chunks
+    that shares at most ``threshold`` of its sentences with evaluation data; None when none
+    does. A filing's tables sit among form lines that every filing repeats ("Notes to
+    Consolidated Financial Statements"), so one draw is often contaminated where another of
+    the same chunk is not."""
+    source = request.source
+    for _ in range(SPAN_TRIES):
+        first, last = example_span(source, request.chunks, rng, settings)
+        if fingerprints is None:
+            return first, last
+        text = source.document.text[int(source.spans[first][0]) : int(source.spans[last - 1][1])]
+        if contamination(Document("span", text), fingerprints) <= threshold:
+            return first, last
+    return None
+
+
 def build_example(
     request: _Request,
     relevant: Sequence[Sequence[int]],
@@ -442,11 +529,13 @@ def build_example(
     rng: random.Random,
     settings: SynthSettings,
     number: int,
+    span: tuple[int, int] | None = None,
 ) -> SyntheticExample | None:
-    """Cut the span, re-segment it and map the labelled sentences to exact offsets in it;
-    None when a labelled sentence is not a sentence of the example's own segmentation."""
+    """Cut the span (``span``, else a new ``example_span``), re-segment it and map the
+    labelled sentences to exact offsets in it; None when a labelled sentence is not a
+    sentence of the example's own segmentation."""
     source = request.source
-    first, last = example_span(source, request.chunks, rng, settings)
+    first, last = span or example_span(source, request.chunks, rng, settings)
     start, end = int(source.spans[first][0]), int(source.spans[last - 1][1])
     text = source.document.text[start:end]
     own = _sentence_spans(text)
@@ -490,6 +579,14 @@ def generate(
             after_each(stats)
         strategy = request.strategy
         stats.attempts[strategy] += 1
+        # every chunk but a link's second is known before the call: a span is found first,
+        # so no call is spent on an example that would be dropped as contaminated
+        span = None
+        if strategy != "link":
+            span = clean_span(request, rng, settings, fingerprints, threshold)
+            if span is None:
+                stats.drop(strategy, "contaminated")
+                continue
         messages = request.prompt.messages(**request.fields)
         try:
             completion = client.chat(messages, settings.reply_tokens, request.schema)
@@ -506,6 +603,11 @@ def generate(
                     reply, request.chunks[0][1] - request.chunks[0][0]
                 )
                 labelled: list[list[int]] = [relevant]
+            elif strategy == "table":
+                question, relevant = validate_table_reply(
+                    reply, request.source.is_row(request.chunks[0])
+                )
+                labelled = [relevant]
             else:
                 if strategy == "link":
                     anchor = int(request.fields["anchor"])
@@ -534,15 +636,16 @@ def generate(
         except InvalidReply as error:
             stats.drop(strategy, str(error))
             continue
-        example = build_example(request, labelled, question, rng, settings, number)
+        if span is None:
+            span = clean_span(request, rng, settings, fingerprints, threshold)
+            if span is None:
+                stats.drop(strategy, "contaminated")
+                continue
+        example = build_example(request, labelled, question, rng, settings, number, span)
         if example is None:
             stats.drop(strategy, "label is not a sentence of the example")
             continue
-        document = Document(example.id, example.text)
-        if fingerprints is not None and contamination(document, fingerprints) > threshold:
-            stats.drop(strategy, "contaminated")
-            continue
-        stats.keep(example, len(document.sentences))
+        stats.keep(example, len(Document(example.id, example.text).sentences))
         yield example
 
 

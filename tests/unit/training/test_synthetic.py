@@ -138,6 +138,24 @@ def test_decontamination_keeps_half_a_percent_and_drops_two(
     )
     assert len(examples) == int(kept)
     assert stats.dropped.get("chunk", {}).get("contaminated", 0) == int(not kept)
+    assert stats.llm.get("chunk", {}).get("calls", 0) == int(kept)  # no call for a dropped one
+
+
+def test_a_contaminated_span_is_drawn_again_before_any_call(scripted) -> None:
+    """Evaluation text in one part of a document drops only the spans that reach it: the
+    chunk at the other end gets a clean span on a later draw, never a contaminated one."""
+    text, _ = _constructed(400, 0)
+    source = syn.SourceDocument(Document("constructed", text), 5)
+    tail = {fingerprint(s) for s in source.texts[200:]}
+    settings = syn.SynthSettings(chunk_sentences=5, min_tokens=300, max_tokens=4_000)
+    request = syn.plan([source], "chunk", 1, settings)[0]
+    request.chunks = [(0, 5)]
+    rng = random.Random(0)
+    spans = [syn.clean_span(request, rng, settings, tail, 0.01) for _ in range(20)]
+    assert all(span is not None and span[1] <= 202 for span in spans)  # 2 of 202 ≤ 1%
+    assert max(span[1] for span in spans) > 100  # and they are not all short
+    everything = {fingerprint(s) for s in source.texts}
+    assert syn.clean_span(request, rng, settings, everything, 0.01) is None
 
 
 def test_invalid_replies_are_counted_per_reason(scripted, source: syn.SourceDocument) -> None:
@@ -164,11 +182,12 @@ def test_local_model_end_to_end_then_a_few_training_steps(
     client = LLMClient(config, ResponseCache(tmp_path / "synth.sqlite"))
     stats = syn.SynthStats()
     vectors = syn.chunk_vectors([source])
-    requests = [r for s in syn.STRATEGIES for r in syn.plan([source], s, 2, SETTINGS, vectors)]
+    strategies = [s for s in syn.STRATEGIES if s != "table"]  # the novel holds no table
+    requests = [r for s in strategies for r in syn.plan([source], s, 2, SETTINGS, vectors)]
     out = tmp_path / "examples.jsonl"
     syn.write_examples(syn.generate(client, requests, SETTINGS, stats), out)
     report = stats.as_dict()
-    for strategy in syn.STRATEGIES:  # every attempt is an example or a counted drop
+    for strategy in strategies:  # every attempt is an example or a counted drop
         row = report[strategy]
         assert row["attempts"] == 2 == row["examples"] + sum(row["dropped"].values())
     examples = syn.read_examples(out)  # re-checks every label against the text
@@ -407,3 +426,43 @@ def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
     assert merged["positive_rate"] == pytest.approx(len(example.labels) / sentences)
     same = runner.invoke(app, [*args[:2], str(first), *args[3:]])
     assert same.exit_code == 2 and "share example ids" in same.output
+
+
+@pytest.fixture(scope="module")
+def filing(data_dir: Path) -> syn.SourceDocument:
+    from longscan.documents import read_file
+
+    path = data_dir / "train-docs" / "sec-full-filings" / "10-K_0001193125-10-073212.txt"
+    return syn.SourceDocument(read_file(path, doc_id=path.name), 12)
+
+
+def test_table_examples_are_asked_of_rows_shown_with_their_context(
+    filing: syn.SourceDocument, scripted
+) -> None:
+    """A table chunk is mostly rows; the LLM sees each row's title and header in braces (once
+    per table); a reply that labels no row is dropped, one that labels a row keeps its exact
+    offsets in the example."""
+    from longscan.tables import context_line
+
+    settings = syn.SynthSettings(chunk_sentences=12, min_tokens=2_000, max_tokens=4_000)
+    requests = syn.plan([filing], "table", 20, settings)
+    request = next(r for r in requests if not all(filing.is_row(r.chunks[0])))
+    first, last = request.chunks[0]
+    rows = filing.is_row((first, last))
+    assert sum(rows) >= syn.TABLE_ROW_SHARE * len(rows)
+    lines = request.fields["chunk"].split("\n")
+    row = rows.index(True)
+    assert lines[row].endswith(f"{{{context_line(filing.document, first + row)}}}")
+    other = rows.index(False)
+    with pytest.raises(syn.InvalidReply, match="no table row labelled"):
+        syn.validate_table_reply(
+            json.dumps({"question": "What does this line state?", "relevant": [other]}), rows
+        )
+    reply = json.dumps({"question": "What was the figure in that row?", "relevant": [row]})
+    _, client = scripted([(200, completion_body(reply), 0)])
+    stats = syn.SynthStats()
+    (example,) = syn.generate(client, [request], settings, stats)
+    (label,) = example.labels
+    start, end = filing.spans[first + row]
+    assert example.text[slice(*label)] == filing.document.text[start:end]
+    assert example.strategy == "table" and stats.kept["table"] == 1
