@@ -132,3 +132,24 @@ def test_a_ranked_row_brings_its_context_units_once_with_exact_offsets(
         assert filing.text[item.start : item.end] == item.text
     assert all(item.score == 0.8 for item in widened[1 : 2 + len(context)])
     assert with_table_context(ranking[:1], [filing]) == ranking[:1]
+
+
+def test_loong_rag_evidence_shows_a_row_with_its_table_as_the_answerer_sees_it(
+    filing: Document,
+) -> None:
+    """Loong's RAG setting cuts each report down to its evidence: a row in it carries its
+    title and header in braces, as ``format_evidence`` gives it, and is not a bare line."""
+    from longscan.bench.qa import evidence_documents
+    from longscan.retrievers.registry import get_retriever
+    from longscan.tables import context_line
+
+    texts = filing.sentence_texts()
+    row = next(i for i, t in enumerate(texts) if t.startswith("Services 6,698 6,296"))
+    report = Document(filing.id, filing.text, metadata={"header": "《Apple》"})
+    (cut,) = evidence_documents(
+        get_retriever("bm25-sentence"), "Services 6,698 6,296", [report], budget_words=60
+    )
+    lines = cut.text.splitlines()
+    assert lines[0] == "《Apple》"
+    expected = f"{' '.join(texts[row].split())} {{{context_line(report, row)}}}"
+    assert expected in lines and "CONDENSED CONSOLIDATED" in expected

@@ -20,7 +20,7 @@ from longscan.answering.prompts import ANSWER_WINDOW, ANSWER_WITH_EVIDENCE, MERG
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.documents import Document, Evidence
 from longscan.scanning.scanner import SlidingWindow
-from longscan.tables import table_context
+from longscan.tables import table_context, with_context
 
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 NOT_FOUND = "NOT FOUND"
@@ -53,16 +53,12 @@ def format_evidence(evidence: Sequence[Evidence], documents: Sequence[Document] 
     ``documents`` is followed by its ``table_context`` in braces, unless the line above gave
     the same one (rows of one table in document order)."""
     by_id = {document.id: document for document in documents}
-    lines, shown = [], ""
-    for n, item in enumerate(evidence, start=1):
-        line = f"[{n}] ({item.doc_id}) {' '.join(item.text.split())}"
-        document = by_id.get(item.doc_id)
-        context = "" if document is None else table_context(document, item)
-        if context and context != shown:
-            line += f" {{{context}}}"
-        lines.append(line)
-        shown = context
-    return "\n".join(lines)
+    contexts = [
+        table_context(by_id[item.doc_id], item) if item.doc_id in by_id else "" for item in evidence
+    ]
+    lines = with_context([item.text for item in evidence], contexts)
+    numbered = enumerate(zip(evidence, lines, strict=True), start=1)
+    return "\n".join(f"[{n}] ({item.doc_id}) {line}" for n, (item, line) in numbered)
 
 
 def parse_citations(text: str, evidence: Sequence[Evidence]) -> list[Evidence]:

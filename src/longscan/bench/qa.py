@@ -28,7 +28,7 @@ from longscan.answering.prompts import LOCALIZE_DOCUMENTS, versions
 from longscan.answering.tokens import count_tokens
 from longscan.bench.builders import build_benchmark, build_leval, build_loong
 from longscan.bench.items import QAItem
-from longscan.documents import Document
+from longscan.documents import Document, Evidence
 from longscan.evaluation.answers import (
     choice_accuracy,
     judge_answers,
@@ -40,6 +40,7 @@ from longscan.evaluation.measures import Measure, document_scores
 from longscan.progress import track
 from longscan.retrievers.base import Retriever
 from longscan.selection import select
+from longscan.tables import table_context, with_context
 
 FULL_CONTEXT = "full-context"
 LENGTH_BUCKETS = (  # SPScanner's buckets, in cl100k tokens
@@ -88,17 +89,21 @@ def evidence_documents(
     retriever: Retriever, query: str, documents: Sequence[Document], budget_words: int
 ) -> list[Document]:
     """Each document cut down to its retrieved evidence (header kept, reading order), the
-    budget shared by all: Loong's RAG setting with any retriever."""
+    budget shared by all: Loong's RAG setting with any retriever. A table row is followed by
+    its title and column header in braces, as ``format_evidence`` shows it to the answerer."""
     ranked = retriever.retrieve(query, documents)
     chosen = select(ranked, documents, budget_words=budget_words, order="document")
-    by_document: dict[str, list[str]] = defaultdict(list)
+    by_document: dict[str, list[Evidence]] = defaultdict(list)
     for item in chosen:
-        by_document[item.doc_id].append(" ".join(item.text.split()))
-    return [
-        Document(d.id, d.metadata.get("header", d.id) + "\n" + "\n".join(by_document[d.id]))
-        for d in documents
-        if d.id in by_document
-    ]
+        by_document[item.doc_id].append(item)
+    cut = []
+    for document in documents:
+        if evidence := by_document.get(document.id):
+            contexts = [table_context(document, item) for item in evidence]
+            lines = with_context([item.text for item in evidence], contexts)
+            header = document.metadata.get("header", document.id)
+            cut.append(Document(document.id, header + "\n" + "\n".join(lines)))
+    return cut
 
 
 # ------------------------------------------------------------------------------ Loong

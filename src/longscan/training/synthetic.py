@@ -45,7 +45,7 @@ from longscan.answering.tokens import count_each, count_tokens
 from longscan.bench.builders import split_of
 from longscan.documents import Document, read_file
 from longscan.progress import track
-from longscan.tables import context_line
+from longscan.tables import context_line, with_context
 from longscan.training.data import contamination
 
 Strategy = Literal["chunk", "table", "pair", "link"]
@@ -279,15 +279,11 @@ class SourceDocument:
         followed by its title, column header and group in braces when the line above had
         other ones (as ``format_evidence`` shows rows to the answerer)."""
         first, last = chunk
-        lines, shown = [], ""
-        for i in range(last - first):
-            line = f"[{i}] {' '.join(self.texts[first + i].split())}"
-            context = context_line(self.document, first + i) if row_context else ""
-            if context and context != shown:
-                line += f" {{{context}}}"
-            lines.append(line)
-            shown = context
-        return "\n".join(lines)
+        texts = self.texts[first:last]
+        contexts = [
+            context_line(self.document, i) if row_context else "" for i in range(first, last)
+        ]
+        return "\n".join(f"[{i}] {line}" for i, line in enumerate(with_context(texts, contexts)))
 
     def is_row(self, chunk: tuple[int, int]) -> list[bool]:
         """Whether each line of ``chunk`` is a table row read with context."""
