@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
 from longscan.documents import Document, Evidence
@@ -143,23 +142,8 @@ def table_context(document: Document, evidence: Evidence) -> str:
     (``context_texts``), joined by " | "; "" for any other unit. A row of figures alone does
     not say what they are."""
     row = sentence_of(document, evidence)
-    return "" if row is None else context_line(document, row)
-
-
-def with_context(texts: Sequence[str], contexts: Sequence[str]) -> list[str]:
-    """Each text, whitespace collapsed, followed by its row's context in braces unless the line
-    above had the same one: rows of one table read under one header, as a statement prints
-    them. ``contexts[i]`` is "" for a line that is no row with context."""
-    lines, shown = [], ""
-    for text, context in zip(texts, contexts, strict=True):
-        line = " ".join(text.split())
-        lines.append(f"{line} {{{context}}}" if context and context != shown else line)
-        shown = context
-    return lines
-
-
-def context_line(document: Document, row: int) -> str:
-    """``context_texts`` of sentence ``row``, whitespace collapsed, joined by " | "."""
+    if row is None:
+        return ""
     return " | ".join(" ".join(text.split()) for text in context_texts(document, row))
 
 

@@ -141,7 +141,7 @@ def test_loong_rag_evidence_shows_a_row_with_its_table_as_the_answerer_sees_it(
     title and header in braces, as ``format_evidence`` gives it, and is not a bare line."""
     from longscan.bench.qa import evidence_documents
     from longscan.retrievers.registry import get_retriever
-    from longscan.tables import context_line
+    from longscan.tables import table_context
 
     texts = filing.sentence_texts()
     row = next(i for i, t in enumerate(texts) if t.startswith("Services 6,698 6,296"))
@@ -151,5 +151,7 @@ def test_loong_rag_evidence_shows_a_row_with_its_table_as_the_answerer_sees_it(
     )
     lines = cut.text.splitlines()
     assert lines[0] == "《Apple》"
-    expected = f"{' '.join(texts[row].split())} {{{context_line(report, row)}}}"
+    start, end = filing.sentences[row].tolist()
+    context = table_context(report, Evidence.of(report, start, end, 1.0, row))
+    expected = f"{' '.join(texts[row].split())} {{{context}}}"
     assert expected in lines and "CONDENSED CONSOLIDATED" in expected

@@ -20,7 +20,7 @@ from longscan.answering.prompts import ANSWER_WINDOW, ANSWER_WITH_EVIDENCE, MERG
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.documents import Document, Evidence
 from longscan.scanning.scanner import SlidingWindow
-from longscan.tables import table_context, with_context
+from longscan.tables import table_context
 
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 NOT_FOUND = "NOT FOUND"
@@ -46,6 +46,20 @@ def in_document_order(
     """Evidence sorted by the documents' order, then by position in the document."""
     rank = {document.id: i for i, document in enumerate(documents)}
     return sorted(evidence, key=lambda e: (rank.get(e.doc_id, len(rank)), e.start))
+
+
+def with_context(texts: Sequence[str], contexts: Sequence[str]) -> list[str]:
+    """Each text, whitespace collapsed, followed by its row's ``table_context`` in braces
+    unless the line above had the same one: rows of one table read under one header, as a
+    statement prints them. ``contexts[i]`` is "" for a line that is no row with context.
+
+    (Not in ``tables``: that module's hash keys every cached ``+rows`` vector.)"""
+    lines, shown = [], ""
+    for text, context in zip(texts, contexts, strict=True):
+        line = " ".join(text.split())
+        lines.append(f"{line} {{{context}}}" if context and context != shown else line)
+        shown = context
+    return lines
 
 
 def format_evidence(evidence: Sequence[Evidence], documents: Sequence[Document] = ()) -> str:

@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from longscan.answering.llm import LLMClient
-from longscan.answering.pipelines import Answer, answer_full_context, answer_with_evidence
+from longscan.answering.pipelines import (
+    Answer,
+    answer_full_context,
+    answer_with_evidence,
+    with_context,
+)
 from longscan.answering.prompts import LOCALIZE_DOCUMENTS, versions
 from longscan.answering.tokens import count_tokens
 from longscan.bench.builders import build_benchmark, build_leval, build_loong
@@ -40,7 +45,7 @@ from longscan.evaluation.measures import Measure, document_scores
 from longscan.progress import track
 from longscan.retrievers.base import Retriever
 from longscan.selection import select
-from longscan.tables import table_context, with_context
+from longscan.tables import table_context
 
 FULL_CONTEXT = "full-context"
 LENGTH_BUCKETS = (  # SPScanner's buckets, in cl100k tokens

@@ -34,6 +34,7 @@ from typing import Any, Literal
 import numpy as np
 
 from longscan.answering.llm import Completion, LLMClient, LLMError
+from longscan.answering.pipelines import with_context
 from longscan.answering.prompts import (
     SYNTH_CHUNK,
     SYNTH_LINKS,
@@ -43,9 +44,9 @@ from longscan.answering.prompts import (
 )
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.bench.builders import split_of
-from longscan.documents import Document, read_file
+from longscan.documents import Document, Evidence, read_file
 from longscan.progress import track
-from longscan.tables import context_line, with_context
+from longscan.tables import table_context
 from longscan.training.data import contamination
 
 Strategy = Literal["chunk", "table", "pair", "link"]
@@ -280,10 +281,13 @@ class SourceDocument:
         other ones (as ``format_evidence`` shows rows to the answerer)."""
         first, last = chunk
         texts = self.texts[first:last]
-        contexts = [
-            context_line(self.document, i) if row_context else "" for i in range(first, last)
-        ]
+        contexts = [self.context(i) if row_context else "" for i in range(first, last)]
         return "\n".join(f"[{i}] {line}" for i, line in enumerate(with_context(texts, contexts)))
+
+    def context(self, sentence: int) -> str:
+        """``table_context`` of the document's ``sentence``."""
+        start, end = self.spans[sentence]
+        return table_context(self.document, Evidence.of(self.document, start, end, 0.0, sentence))
 
     def is_row(self, chunk: tuple[int, int]) -> list[bool]:
         """Whether each line of ``chunk`` is a table row read with context."""

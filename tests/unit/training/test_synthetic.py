@@ -442,8 +442,6 @@ def test_table_examples_are_asked_of_rows_shown_with_their_context(
     """A table chunk is mostly rows; the LLM sees each row's title and header in braces (once
     per table); a reply that labels no row is dropped, one that labels a row keeps its exact
     offsets in the example."""
-    from longscan.tables import context_line
-
     settings = syn.SynthSettings(chunk_sentences=12, min_tokens=2_000, max_tokens=4_000)
     requests = syn.plan([filing], "table", 20, settings)
     request = next(r for r in requests if not all(filing.is_row(r.chunks[0])))
@@ -452,7 +450,7 @@ def test_table_examples_are_asked_of_rows_shown_with_their_context(
     assert sum(rows) >= syn.TABLE_ROW_SHARE * len(rows)
     lines = request.fields["chunk"].split("\n")
     row = rows.index(True)
-    assert lines[row].endswith(f"{{{context_line(filing.document, first + row)}}}")
+    assert lines[row].endswith(f"{{{filing.context(first + row)}}}")
     other = rows.index(False)
     with pytest.raises(syn.InvalidReply, match="no table row labelled"):
         syn.validate_table_reply(
