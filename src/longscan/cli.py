@@ -241,6 +241,7 @@ def ask(
     from longscan.retrievers import get_retriever
     from longscan.retrievers.base import validate_query
     from longscan.retrievers.registry import DEFAULT_RETRIEVER
+    from longscan.selection import cite_table_context
 
     try:
         validate_query(query)
@@ -251,7 +252,7 @@ def ask(
         raise _fail(str(error)) from None
     _read_with_progress(chosen, documents)
     with errors.status(f"reading {len(documents)} document(s) with {chosen.name}…"):
-        evidence = chosen.retrieve(query, documents, top_k=top_k)
+        evidence = cite_table_context(chosen.retrieve(query, documents, top_k=top_k), documents)
     if min_score is not None:
         evidence = [item for item in evidence if item.score > min_score]
     abstained = False

@@ -220,6 +220,10 @@ class Evidence:
         unit: Index of the unit (sentence or chunk) in its document, or -1.
         page: The PDF page the unit starts on (1-based), if known.
         section: The headings above the unit, outermost first, if known.
+        context: For a table row, the units that say what its figures are (its table's
+            title, column header and row group) as ``(start, end, text)``, each exactly the
+            document's ``text[start:end]``; empty for any other unit or until
+            ``selection.cite_table_context`` fills it.
     """
 
     doc_id: str
@@ -230,6 +234,7 @@ class Evidence:
     unit: int = -1
     page: int | None = None
     section: tuple[str, ...] = ()
+    context: tuple[tuple[int, int, str], ...] = ()
 
     @classmethod
     def of(cls, document: Document, start: int, end: int, score: float, unit: int) -> Evidence:
@@ -269,6 +274,10 @@ class Evidence:
             "page": None if self.page is None else int(self.page),
             "section": [str(heading) for heading in self.section],
             "text": self.text,
+            "context": [
+                {"start": int(start), "end": int(end), "text": text}
+                for start, end, text in self.context
+            ],
         }
 
 
@@ -316,8 +325,24 @@ EVIDENCE_JSON_SCHEMA: dict[str, Any] = {
             "Markdown headings); empty when the text has none.",
         },
         "text": {"type": "string", "description": "The unit's text, exactly as in the document."},
+        "context": {
+            "type": "array",
+            "description": "For a table row: the lines that say what its figures are (the "
+            "table's title, column header and row group), in document order, each with its "
+            "own offsets, to be highlighted with the row. Empty for any other unit.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "start": {"type": "integer", "minimum": 0},
+                    "end": {"type": "integer", "minimum": 0},
+                    "text": {"type": "string"},
+                },
+                "required": ["start", "end", "text"],
+                "additionalProperties": False,
+            },
+        },
     },
-    "required": ["doc_id", "start", "end", "score", "unit", "page", "section", "text"],
+    "required": ["doc_id", "start", "end", "score", "unit", "page", "section", "text", "context"],
     "additionalProperties": False,
 }
 

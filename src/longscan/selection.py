@@ -7,12 +7,13 @@ sentences or the whole paragraph (merging hits that then overlap), always with e
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
 
 from longscan.documents import Document, Evidence
-from longscan.tables import sentence_of
+from longscan.tables import is_row, sentence_of
 
 Order = Literal["score", "document"]
 
@@ -129,3 +130,28 @@ def with_table_context(
         given.add((hit.doc_id, sentence))
         ranked.append(hit)
     return ranked
+
+
+def cite_table_context(
+    evidence: Sequence[Evidence], documents: Sequence[Document]
+) -> list[Evidence]:
+    """The evidence with each table row's ``context`` filled: the spans of its title, column
+    header and row group, so that a page or a citation shows what the row's figures are,
+    with exact offsets. The ranking is unchanged, and a document's rows are only looked up
+    when a row is among the evidence."""
+    by_id = {document.id: document for document in documents}
+    return [
+        _row_with_context(hit, by_id[hit.doc_id])
+        if hit.doc_id in by_id and is_row(hit.text)
+        else hit
+        for hit in evidence
+    ]
+
+
+def _row_with_context(hit: Evidence, document: Document) -> Evidence:
+    sentence = sentence_of(document, hit)
+    if sentence is None:  # a chunk that starts on a row
+        return hit
+    spans = (document.sentences[unit].tolist() for unit in document.row_context.get(sentence, ()))
+    context = tuple((start, end, document.text[start:end]) for start, end in spans)
+    return replace(hit, context=context)

@@ -103,3 +103,61 @@ def json_types(spec: dict) -> set[str]:
     if "anyOf" in spec:
         return set().union(*map(json_types, spec["anyOf"]))
     return {spec["type"]} if isinstance(spec["type"], str) else set(spec["type"])
+
+
+def statement_excerpt(filing_path: Path) -> str:
+    """Apple's statement of operations, from its title to the line after the services row."""
+    text = filing_path.read_text(encoding="utf-8")
+    row = text.index("Services 6,698 6,296")
+    title = text.rindex("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS", 0, row)
+    return text[title : text.index("\n", text.index("\n", row) + 1)]
+
+
+def check_context(evidence: dict, text: str) -> None:
+    """A row's context spans are exact and lie above it; any other unit has none."""
+    from longscan.tables import is_row
+
+    for span in evidence["context"]:
+        assert text[span["start"] : span["end"]] == span["text"]
+        assert span["end"] <= evidence["start"]
+    if not is_row(evidence["text"]):
+        assert evidence["context"] == []
+
+
+def test_a_table_row_is_given_with_the_spans_of_its_title_and_header(
+    filing_path: Path,
+) -> None:
+    text = filing_path.read_text(encoding="utf-8")
+    result = runner.invoke(
+        app,
+        ["ask", str(filing_path), "-q", "Services 6,698 6,296", "-r", "bm25-sentence", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    evidence = json.loads(result.stdout)["evidence"]
+    for item in evidence:
+        check(item, text, str(filing_path))
+        check_context(item, text)
+    row = next(item for item in evidence if item["text"].startswith("Services 6,698 6,296"))
+    lines = [span["text"] for span in row["context"]]
+    assert lines[0].startswith("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS")
+    assert lines[-1] == "Cost of sales:" and any("2025" in line for line in lines)
+    assert any(item["context"] == [] for item in evidence)  # prose among them has none
+
+
+def test_the_service_gives_a_row_its_context_spans(filing_path: Path, tmp_path: Path) -> None:
+    from longscan.service import ServiceSettings, create_app
+
+    excerpt = statement_excerpt(filing_path)
+    service = create_app(ServiceSettings(tmp_path))
+    with TestClient(service, base_url="http://127.0.0.1:8000") as client:
+        response = client.post("/api/documents/text", json={"name": "q3.txt", "text": excerpt})
+        assert response.status_code == 200, response.text
+        doc_id = response.json()["id"]
+        question = {"question": "What was the cost of sales for services?", "doc_ids": [doc_id]}
+        response = client.post("/api/ask", json=question)
+        assert response.status_code == 200, response.text
+    evidence = response.json()["evidence"]
+    for item in evidence:
+        check(item, excerpt, str(doc_id))
+        check_context(item, excerpt)
+    assert any(item["context"] for item in evidence)

@@ -18,6 +18,7 @@ import numpy as np
 
 from longscan.bank.store import DenseIndexError, MemoryBank
 from longscan.documents import Document, Evidence
+from longscan.selection import cite_table_context
 
 if TYPE_CHECKING:
     from longscan.scanning.scanner import Scanner
@@ -104,11 +105,14 @@ def search(
         best.append(float(scores.max()) if n else -np.inf)
         top = np.argsort(-scores, kind="stable")[:evidence_per_document] if n else []
         hits.append(
-            [
-                Evidence.of(document, int(a), int(b), float(scores[i]), int(i))
-                for i in top
-                for a, b in [document.sentences[i]]
-            ]
+            cite_table_context(
+                [
+                    Evidence.of(document, int(a), int(b), float(scores[i]), int(i))
+                    for i in top
+                    for a, b in [document.sentences[i]]
+                ],
+                [document],
+            )
         )
     by_scanner = [documents[i].id for i in np.argsort(-np.asarray(best), kind="stable")]
     by_first = [d.id for d in documents]

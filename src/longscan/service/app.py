@@ -110,6 +110,12 @@ class AskIn(BaseModel):
     top_k: int | None = Field(default=None, ge=1, le=200)
 
 
+class ContextSpanOut(BaseModel):
+    start: int
+    end: int
+    text: str
+
+
 class EvidenceOut(BaseModel):
     doc_id: str = Field(description="The bank id of the document, as text.")
     start: int = Field(
@@ -123,6 +129,10 @@ class EvidenceOut(BaseModel):
     page: int | None = Field(description="The PDF page the unit starts on, from 1; else null.")
     section: list[str] = Field(description="The headings above the unit, outermost first.")
     text: str
+    context: list[ContextSpanOut] = Field(
+        description="For a table row: its table's title, column header and row group, each "
+        "with its offsets; empty for any other unit."
+    )
 
 
 class AnswerOut(BaseModel):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from longscan.bank.store import DocumentInfo
 from longscan.documents import Document, Evidence, read_file
+from longscan.selection import cite_table_context
 from longscan.service.settings import ServiceSettings
 
 if TYPE_CHECKING:
@@ -310,7 +311,8 @@ class Engine:
             self.checkpoint()
             self._retriever.scanner.sentence_vectors(document, on_progress=progress)
         self.checkpoint()
-        return self._retriever.retrieve(question, documents, top_k=top_k), documents
+        evidence = self._retriever.retrieve(question, documents, top_k=top_k)
+        return cite_table_context(evidence, documents), documents
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
