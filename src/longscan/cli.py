@@ -1202,7 +1202,8 @@ def synth_pack(
     offsets and names its source file and that file's SHA-256 instead of carrying its text;
     `longscan train --synthetic` reads either form. Files that a run is still writing are
     read up to their last whole line; ids must be unique across the files (runs with
-    different seeds have different ids)."""
+    different seeds have different ids). An example asking the same question of the same
+    chunks of the same source as an earlier one is left out and counted as repeated."""
     from longscan.training import synthetic as syn
 
     try:
@@ -1215,6 +1216,7 @@ def synth_pack(
         ids = [example.id for example in read]
         if len(set(ids)) != len(ids):
             raise ValueError("the files share example ids: were two runs given the same seed?")
+        read, repeated = syn.distinct_examples(read)
         packed = syn.pack_examples(read, folder)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in packed), "utf-8")
@@ -1224,11 +1226,14 @@ def synth_pack(
                 json.loads(file.with_name(file.name + ".stats.json").read_text("utf-8"))
                 for file in examples
             ]
-            merged = syn.merge_stats(reports, read)
+            merged = syn.merge_stats(reports, read, repeated)
             stats.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
     except (FileNotFoundError, ValueError) as error:
         raise _fail(str(error)) from None
-    console.print(f"packed {len(packed)} examples into {out}", highlight=False)
+    console.print(
+        f"packed {len(packed)} examples into {out}; left out {len(repeated)} repeated",
+        highlight=False,
+    )
 
 
 @app.command(name="llm-serve")

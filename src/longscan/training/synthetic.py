@@ -717,12 +717,33 @@ def train_docs() -> Path:
     return data_path("train-docs")
 
 
+REPEATED = "repeated (the same question of the same chunks of one source)"
+
+
+def distinct_examples(
+    examples: Sequence[SyntheticExample],
+) -> tuple[list[SyntheticExample], list[SyntheticExample]]:
+    """The examples without repeats, and the repeats left out: a chunk drawn twice (in one
+    run or in runs of two seeds) gets the same reply from the response cache, so the same
+    question of the same sentences, only in another span. The first is kept."""
+    seen: set[tuple[str, tuple[tuple[int, ...], ...], str]] = set()
+    kept, repeated = [], []
+    for example in examples:
+        key = (example.source_id, tuple(tuple(c) for c in example.chunks), example.question)
+        (repeated if key in seen else kept).append(example)
+        seen.add(key)
+    return kept, repeated
+
+
 def merge_stats(
-    reports: Sequence[dict[str, Any]], examples: Sequence[SyntheticExample]
+    reports: Sequence[dict[str, Any]],
+    examples: Sequence[SyntheticExample],
+    repeated: Sequence[SyntheticExample] = (),
 ) -> dict[str, Any]:
     """One report for several runs (``SynthStats.as_dict`` each): attempts, kept, drops and
-    LLM costs summed; label balance and link distances recomputed from ``examples`` (those
-    packed), since a rate or a median of two runs cannot be added."""
+    LLM costs summed, the ``repeated`` examples moved from kept to dropped; label balance and
+    link distances recomputed from ``examples`` (those packed), since a rate or a median of
+    two runs cannot be added."""
     stats = SynthStats()
     for report in reports:
         for strategy, row in report.items():
@@ -730,6 +751,9 @@ def merge_stats(
             stats.kept[strategy] += row["examples"]
             stats.dropped.setdefault(strategy, Counter()).update(row["dropped"])
             stats.llm.setdefault(strategy, Counter()).update(row["llm"])
+    for example in repeated:
+        stats.kept[example.strategy] -= 1
+        stats.drop(example.strategy, REPEATED)
     for example in examples:
         stats.observe(example, len(Document(example.id, example.text).sentences))
     return stats.as_dict()

@@ -406,10 +406,13 @@ def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
                                 SETTINGS, 0)  # fmt: skip
     assert example is not None
     first, second = tmp_path / "seed0.jsonl", tmp_path / "seed1.jsonl"
+    other = replace(example, id="chunk-1-0", question="Which party does the contract bind?")
+    again = replace(example, id="chunk-1-1", text=example.text[:-1])  # another span, same ask
     first.write_text(example.to_json() + "\n" + example.to_json()[:100], encoding="utf-8")
-    second.write_text(replace(example, id="chunk-1-0").to_json() + "\n", encoding="utf-8")
-    for run, (attempts, reason) in ((first, (3, "contaminated")), (second, (2, "not JSON"))):
-        report = {"attempts": attempts, "examples": 1, "dropped": {reason: attempts - 1}}
+    second.write_text(other.to_json() + "\n" + again.to_json() + "\n", encoding="utf-8")
+    for run, (attempts, reason) in ((first, (3, "contaminated")), (second, (3, "not JSON"))):
+        report = {"attempts": attempts, "examples": 1 + (run == second), "dropped": {}}
+        report["dropped"] = {reason: attempts - report["examples"]}
         report["llm"] = {"calls": attempts, "prompt_tokens": 100 * attempts, "seconds": 2.0}
         run.with_name(run.name + ".stats.json").write_text(json.dumps({"chunk": report}))
     out, stats = tmp_path / "packed.jsonl", tmp_path / "stats.json"
@@ -418,10 +421,11 @@ def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
     result = runner.invoke(app, [*args, "--stats", str(stats)])
     assert result.exit_code == 0, result.output
     assert [e.id for e in syn.read_examples(out, folder)] == ["chunk-0-0", "chunk-1-0"]
+    assert "left out 1 repeated" in result.output
     merged = json.loads(stats.read_text())["chunk"]
-    assert (merged["attempts"], merged["examples"]) == (5, 2)
-    assert merged["dropped"] == {"contaminated": 2, "not JSON": 1}
-    assert merged["llm"] == {"calls": 5, "prompt_tokens": 500, "seconds": 4.0}
+    assert (merged["attempts"], merged["examples"]) == (6, 2)
+    assert merged["dropped"] == {"contaminated": 2, "not JSON": 1, syn.REPEATED: 1}
+    assert merged["llm"] == {"calls": 6, "prompt_tokens": 600, "seconds": 4.0}
     sentences = len(syn.Document("d", example.text).sentences)
     assert merged["positive_rate"] == pytest.approx(len(example.labels) / sentences)
     same = runner.invoke(app, [*args[:2], str(first), *args[3:]])
