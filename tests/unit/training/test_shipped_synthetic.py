@@ -6,27 +6,37 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from longscan.documents import Document
 from longscan.training.data import contamination, evaluation_fingerprints
 from longscan.training.synthetic import SyntheticExample, read_examples
 
-SHIPPED = Path(__file__).parents[3] / "training-data" / "synthetic-filings"
+DATA = Path(__file__).parents[3] / "training-data"
+SHIPPED = DATA / "synthetic-filings"
 
 
+@pytest.mark.parametrize(
+    ("folder", "strategies", "sources", "at_least"),
+    [
+        ("synthetic-filings", {"chunk", "link"}, ("cuad", "sec-full-filings", "sec-10k-item1a"),
+         2000),
+        ("synthetic-tables", {"table"}, ("sec-full-filings",), 100),
+    ],
+)  # fmt: skip
 def test_the_shipped_examples_are_small_clean_and_rebuild_from_their_sources(
-    data_dir: Path,
+    data_dir: Path, folder: str, strategies: set[str], sources: tuple[str, ...], at_least: int
 ) -> None:
-    examples_file = SHIPPED / "examples.jsonl"
+    examples_file = DATA / folder / "examples.jsonl"
     assert examples_file.stat().st_size <= 20 * 2**20
     examples = read_examples(examples_file, data_dir / "train-docs")  # hashes and labels
-    assert len(examples) >= 2000 and len({e.id for e in examples}) == len(examples)
-    assert {e.strategy for e in examples} == {"chunk", "link"}
-    assert all(e.source_id.split("/")[0] in ("cuad", "sec-full-filings", "sec-10k-item1a")
-               for e in examples)  # fmt: skip
+    assert len(examples) >= at_least and len({e.id for e in examples}) == len(examples)
+    assert {e.strategy for e in examples} == strategies
+    assert all(e.source_id.split("/")[0] in sources for e in examples)
     fingerprints = evaluation_fingerprints(str(data_dir), corpus=True)
     dirty = [e.id for e in examples if contamination(Document(e.id, e.text), fingerprints) > 0.01]
     assert dirty == []
-    counts = json.loads((SHIPPED / "stats.json").read_text(encoding="utf-8"))
+    counts = json.loads((DATA / folder / "stats.json").read_text(encoding="utf-8"))
     assert sum(counts[s]["examples"] for s in counts) >= len(examples)
     assert all(isinstance(counts[s]["dropped"], dict) for s in counts)
 
