@@ -62,15 +62,21 @@ def with_context(texts: Sequence[str], contexts: Sequence[str]) -> list[str]:
     return lines
 
 
-def format_evidence(evidence: Sequence[Evidence], documents: Sequence[Document] = ()) -> str:
-    """``[n] (document id) text`` lines; n is what the answer cites. A table row of one of
-    ``documents`` is followed by its ``table_context`` in braces, unless the line above gave
-    the same one (rows of one table in document order)."""
+def evidence_lines(evidence: Sequence[Evidence], documents: Sequence[Document]) -> list[str]:
+    """``with_context`` of the evidence: a table row of one of ``documents`` is followed by
+    its ``table_context``."""
     by_id = {document.id: document for document in documents}
     contexts = [
         table_context(by_id[item.doc_id], item) if item.doc_id in by_id else "" for item in evidence
     ]
-    lines = with_context([item.text for item in evidence], contexts)
+    return with_context([item.text for item in evidence], contexts)
+
+
+def format_evidence(evidence: Sequence[Evidence], documents: Sequence[Document] = ()) -> str:
+    """``[n] (document id) text`` lines; n is what the answer cites. A table row of one of
+    ``documents`` is followed by its ``table_context`` in braces, unless the line above gave
+    the same one (rows of one table in document order)."""
+    lines = evidence_lines(evidence, documents)
     numbered = enumerate(zip(evidence, lines, strict=True), start=1)
     return "\n".join(f"[{n}] ({item.doc_id}) {line}" for n, (item, line) in numbered)
 

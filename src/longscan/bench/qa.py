@@ -27,7 +27,7 @@ from longscan.answering.pipelines import (
     Answer,
     answer_full_context,
     answer_with_evidence,
-    with_context,
+    evidence_lines,
 )
 from longscan.answering.prompts import LOCALIZE_DOCUMENTS, versions
 from longscan.answering.tokens import count_tokens
@@ -45,7 +45,6 @@ from longscan.evaluation.measures import Measure, document_scores
 from longscan.progress import track
 from longscan.retrievers.base import Retriever
 from longscan.selection import select
-from longscan.tables import table_context
 
 FULL_CONTEXT = "full-context"
 LENGTH_BUCKETS = (  # SPScanner's buckets, in cl100k tokens
@@ -104,8 +103,7 @@ def evidence_documents(
     cut = []
     for document in documents:
         if evidence := by_document.get(document.id):
-            contexts = [table_context(document, item) for item in evidence]
-            lines = with_context([item.text for item in evidence], contexts)
+            lines = evidence_lines(evidence, [document])
             header = document.metadata.get("header", document.id)
             cut.append(Document(document.id, header + "\n" + "\n".join(lines)))
     return cut

@@ -121,14 +121,14 @@ class SynthStats:
     def drop(self, strategy: str, reason: str) -> None:
         self.dropped.setdefault(strategy, Counter())[reason] += 1
 
-    def keep(self, example: SyntheticExample, n_sentences: int) -> None:
+    def keep(self, example: SyntheticExample) -> None:
         self.kept[example.strategy] += 1
-        self.observe(example, n_sentences)
+        self.observe(example)
 
-    def observe(self, example: SyntheticExample, n_sentences: int) -> None:
+    def observe(self, example: SyntheticExample) -> None:
         """Label balance and link distance of an example (kept now or in an earlier run)."""
         self.positives[example.strategy] += len(example.labels)
-        self.sentences[example.strategy] += n_sentences
+        self.sentences[example.strategy] += len(_sentence_spans(example.text))
         if example.link_distance is not None:
             self.distances.setdefault(example.strategy, []).append(example.link_distance)
 
@@ -526,16 +526,15 @@ def build_example(
     request: _Request,
     relevant: Sequence[Sequence[int]],
     question: str,
-    rng: random.Random,
+    span: tuple[int, int],
     settings: SynthSettings,
     number: int,
-    span: tuple[int, int] | None = None,
 ) -> SyntheticExample | None:
-    """Cut the span (``span``, else a new ``example_span``), re-segment it and map the
-    labelled sentences to exact offsets in it; None when a labelled sentence is not a
-    sentence of the example's own segmentation."""
+    """Cut ``span`` (sentences of the source, as ``example_span`` draws), re-segment it and
+    map the labelled sentences to exact offsets in it; None when a labelled sentence is not
+    a sentence of the example's own segmentation."""
     source = request.source
-    first, last = span or example_span(source, request.chunks, rng, settings)
+    first, last = span
     start, end = int(source.spans[first][0]), int(source.spans[last - 1][1])
     text = source.document.text[start:end]
     own = _sentence_spans(text)
@@ -579,74 +578,65 @@ def generate(
             after_each(stats)
         strategy = request.strategy
         stats.attempts[strategy] += 1
-        # every chunk but a link's second is known before the call: a span is found first,
-        # so no call is spent on an example that would be dropped as contaminated
-        span = None
-        if strategy != "link":
+        try:
+            if strategy == "link":  # a first call names the chunk to link the anchor to
+                request = _linked_request(request, _chat(client, request, settings, stats))
+            # every chunk is known now: a clean span is found before the (last) call, so no
+            # call is spent on an example that would be dropped as contaminated
             span = clean_span(request, rng, settings, fingerprints, threshold)
             if span is None:
                 stats.drop(strategy, "contaminated")
                 continue
-        messages = request.prompt.messages(**request.fields)
-        try:
-            completion = client.chat(messages, settings.reply_tokens, request.schema)
+            question, labelled = _validated(request, _chat(client, request, settings, stats))
         except LLMError as error:
             if error.status not in REFUSED_REQUEST:  # outages stop the run; rerun to resume
                 raise
             stats.drop(strategy, f"request refused (HTTP {error.status})")
             continue
-        stats.count_call(strategy, completion)
-        reply = completion.text
-        try:
-            if strategy == "chunk":
-                question, relevant = validate_chunk_reply(
-                    reply, request.chunks[0][1] - request.chunks[0][0]
-                )
-                labelled: list[list[int]] = [relevant]
-            elif strategy == "table":
-                question, relevant = validate_table_reply(
-                    reply, request.source.is_row(request.chunks[0])
-                )
-                labelled = [relevant]
-            else:
-                if strategy == "link":
-                    anchor = int(request.fields["anchor"])
-                    linked = validate_links_reply(
-                        reply, [k for k in range(len(request.window)) if k != anchor]
-                    )
-                    request = _two_chunk_request(
-                        "link",
-                        request.source,
-                        request.chunks[0],
-                        request.window[linked],
-                        "linked passages",
-                    )
-                    completion = client.chat(
-                        request.prompt.messages(**request.fields),
-                        settings.reply_tokens,
-                        request.schema,
-                    )
-                    stats.count_call(strategy, completion)
-                    reply = completion.text
-                chunk_a, chunk_b = request.chunks
-                question, rel_a, rel_b = validate_two_chunk_reply(
-                    reply, chunk_a[1] - chunk_a[0], chunk_b[1] - chunk_b[0]
-                )
-                labelled = [rel_a, rel_b]
         except InvalidReply as error:
             stats.drop(strategy, str(error))
             continue
-        if span is None:
-            span = clean_span(request, rng, settings, fingerprints, threshold)
-            if span is None:
-                stats.drop(strategy, "contaminated")
-                continue
-        example = build_example(request, labelled, question, rng, settings, number, span)
+        example = build_example(request, labelled, question, span, settings, number)
         if example is None:
             stats.drop(strategy, "label is not a sentence of the example")
             continue
-        stats.keep(example, len(Document(example.id, example.text).sentences))
+        stats.keep(example)
         yield example
+
+
+def _chat(client: LLMClient, request: _Request, settings: SynthSettings, stats: SynthStats) -> str:
+    """The reply to ``request``, its cost counted."""
+    completion = client.chat(
+        request.prompt.messages(**request.fields), settings.reply_tokens, request.schema
+    )
+    stats.count_call(request.strategy, completion)
+    return completion.text
+
+
+def _linked_request(request: _Request, reply: str) -> _Request:
+    """The second-stage request of a link example: its anchor and the chunk the first
+    ``reply`` linked it to."""
+    anchor = int(request.fields["anchor"])
+    linked = validate_links_reply(reply, [k for k in range(len(request.window)) if k != anchor])
+    return _two_chunk_request(
+        "link", request.source, request.chunks[0], request.window[linked], "linked passages"
+    )
+
+
+def _validated(request: _Request, reply: str) -> tuple[str, list[list[int]]]:
+    """The question and the labelled lines of each chunk in a (last-stage) ``reply``."""
+    if request.strategy in ("chunk", "table"):
+        chunk = request.chunks[0]
+        if request.strategy == "table":
+            question, relevant = validate_table_reply(reply, request.source.is_row(chunk))
+        else:
+            question, relevant = validate_chunk_reply(reply, chunk[1] - chunk[0])
+        return question, [relevant]
+    chunk_a, chunk_b = request.chunks
+    question, rel_a, rel_b = validate_two_chunk_reply(
+        reply, chunk_a[1] - chunk_a[0], chunk_b[1] - chunk_b[0]
+    )
+    return question, [rel_a, rel_b]
 
 
 def chunk_vectors(sources: Sequence[SourceDocument]) -> list[np.ndarray]:
@@ -755,7 +745,7 @@ def merge_stats(
         stats.kept[example.strategy] -= 1
         stats.drop(example.strategy, REPEATED)
     for example in examples:
-        stats.observe(example, len(Document(example.id, example.text).sentences))
+        stats.observe(example)
     return stats.as_dict()
 
 

@@ -22,6 +22,10 @@ SETTINGS = syn.SynthSettings(
 )
 
 
+def _span(request: syn._Request, rng: random.Random) -> tuple[int, int]:
+    return syn.example_span(request.source, request.chunks, rng, SETTINGS)
+
+
 @pytest.fixture(scope="module")
 def source(novel: Document) -> syn.SourceDocument:
     return syn.SourceDocument(Document("alice", novel.text[:60_000]), SETTINGS.chunk_sentences)
@@ -83,7 +87,7 @@ def test_labels_are_exact_sentences_of_the_example(source: syn.SourceDocument, d
         data.draw(st.lists(st.integers(0, b - a - 1), min_size=1, max_size=3))
         for a, b in request.chunks
     ]
-    example = syn.build_example(request, relevant, "Who did what here?", rng, SETTINGS, 0)
+    example = syn.build_example(request, relevant, "Who did what here?", _span(request, rng), SETTINGS, 0)
     assert example is not None
     own = {(int(a), int(b)) for a, b in Document("x", example.text).sentences}
     assert example.labels and set(example.labels) <= own
@@ -322,6 +326,25 @@ def test_a_refused_request_is_a_counted_drop_but_an_outage_stops_the_run(
         )
 
 
+def test_a_link_is_checked_for_contamination_between_its_two_calls(
+    scripted, source: syn.SourceDocument
+) -> None:
+    """The first call names the linked chunk; a contaminated span then costs no second call,
+    and a refused second call is a counted drop like a refused first one."""
+    (request,) = syn.plan([source], "link", 1, SETTINGS)
+    other = next(k for k in range(len(request.window)) if k != int(request.fields["anchor"]))
+    link = json.dumps({"chunk": other, "connection": "the same rabbit"})
+    everything = {fingerprint(s) for s in source.texts}
+    for fingerprints, second, reason, requests in (
+        (everything, (200, "{}", 0), "contaminated", 1),
+        (None, (413, "{}", 0), "request refused (HTTP 413)", 2),
+    ):
+        server, client = scripted([(200, completion_body(link), 0), second], max_retries=0)
+        stats = syn.SynthStats()
+        assert not list(syn.generate(client, [request], SETTINGS, stats, fingerprints))
+        assert stats.dropped["link"] == {reason: 1} and len(server.requests) == requests
+
+
 def test_counts_are_handed_out_as_the_run_goes(scripted, source: syn.SourceDocument) -> None:
     _, client = scripted([(200, completion_body('{"question": "Who?", "relevant": [0]}'), 0)])
     seen: list[dict] = []
@@ -343,8 +366,8 @@ def test_packed_examples_read_back_the_labelled_text_of_a_real_filing(
     path = sorted((folder / "sec-full-filings").glob("*.txt"))[0]
     source = syn.SourceDocument(read_file(path, doc_id=path.name), SETTINGS.chunk_sentences)
     request = syn.plan([source], "chunk", 1, SETTINGS)[0]
-    example = syn.build_example(request, [[0, 2]], "What does the filing say?", random.Random(0),
-                                SETTINGS, 0)  # fmt: skip
+    span = _span(request, random.Random(0))
+    example = syn.build_example(request, [[0, 2]], "What does the filing say?", span, SETTINGS, 0)
     assert example is not None
     packed = syn.pack_examples([example], folder)
     assert "text" not in packed[0] and packed[0]["source"] == f"sec-full-filings/{path.name}"
@@ -376,8 +399,10 @@ def test_a_line_separator_inside_an_example_stays_inside_it(data_dir: Path, tmp_
     assert "\u2028" in document.text
     source = syn.SourceDocument(document, SETTINGS.chunk_sentences)
     requests = syn.plan([source], "chunk", 40, SETTINGS)
-    examples = [syn.build_example(r, [[0]], "What does it say?", random.Random(0), SETTINGS, i)
-                for i, r in enumerate(requests)]  # fmt: skip
+    examples = [
+        syn.build_example(r, [[0]], "What does it say?", _span(r, random.Random(0)), SETTINGS, i)
+        for i, r in enumerate(requests)
+    ]
     holding = [e for e in examples if e is not None and "\u2028" in e.text]
     assert holding
     file = tmp_path / "run.jsonl"
@@ -402,8 +427,8 @@ def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
     path = sorted((folder / "cuad").glob("*.txt"))[0]
     source = syn.SourceDocument(read_file(path, doc_id=path.name), SETTINGS.chunk_sentences)
     request = syn.plan([source], "chunk", 1, SETTINGS)[0]
-    example = syn.build_example(request, [[1]], "What does the contract say?", random.Random(0),
-                                SETTINGS, 0)  # fmt: skip
+    span = _span(request, random.Random(0))
+    example = syn.build_example(request, [[1]], "What does the contract say?", span, SETTINGS, 0)
     assert example is not None
     first, second = tmp_path / "seed0.jsonl", tmp_path / "seed1.jsonl"
     other = replace(example, id="chunk-1-0", question="Which party does the contract bind?")
