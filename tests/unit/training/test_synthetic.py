@@ -87,7 +87,9 @@ def test_labels_are_exact_sentences_of_the_example(source: syn.SourceDocument, d
         data.draw(st.lists(st.integers(0, b - a - 1), min_size=1, max_size=3))
         for a, b in request.chunks
     ]
-    example = syn.build_example(request, relevant, "Who did what here?", _span(request, rng), SETTINGS, 0)
+    example = syn.build_example(
+        request, relevant, "Who did what here?", _span(request, rng), SETTINGS, 0
+    )
     assert example is not None
     own = {(int(a), int(b)) for a, b in Document("x", example.text).sentences}
     assert example.labels and set(example.labels) <= own
