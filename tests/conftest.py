@@ -1,5 +1,5 @@
-"""Shared fixtures: the bundled novel, an isolated cache, a scripted LLM server on loopback
-for error paths, and the real local LLM server."""
+"""Shared fixtures: the bundled novel, the shared data and a real filing, an isolated cache,
+a scripted LLM server on loopback for error paths, and the real local LLM server."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from longscan.answering.llm import LLMClient, LLMConfig, ResponseCache
+from longscan.bench.datasets import default_data_dir
 from longscan.documents import Document, read_file
 from scripted_server import Reply, ScriptedServer
 
@@ -44,6 +45,31 @@ def isolated_cache(
     (directory / "causal-lm").symlink_to(causal_lms, target_is_directory=True)
     monkeypatch.setenv("LONGSCAN_CACHE_DIR", str(directory))
     return directory
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The shared data; tests that read it are skipped only when it is absent."""
+    try:
+        return default_data_dir()
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="session")
+def filing_path(data_dir: Path) -> Path:
+    """A real 10-Q (Apple's, flattened to lines): prose, statements and their table rows."""
+    return data_dir / "train-docs" / "sec-full-filings" / "aapl_aapl-10-q-2025-08-01.txt"
+
+
+@pytest.fixture(scope="session")
+def statement_excerpt(filing_path: Path) -> str:
+    """Apple's statement of operations, from its title to the line after the services row:
+    a short text whose rows read under a title and a column header."""
+    text = filing_path.read_text(encoding="utf-8")
+    row = text.index("Services 6,698 6,296")
+    title = text.rindex("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS", 0, row)
+    return text[title : text.index("\n", text.index("\n", row) + 1)]
 
 
 @pytest.fixture(scope="session")

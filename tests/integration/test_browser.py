@@ -237,6 +237,27 @@ def test_hits_out_of_document_order_show_the_text_once(server_url: str, browser:
         assert shown_hits(page) == dict(enumerate(evidence))
 
 
+def test_a_table_row_is_listed_with_what_its_figures_are(
+    server_url: str, browser: Any, statement_excerpt: str
+) -> None:
+    """A row's title, column header and group (the API's ``context``) are shown under it in
+    the list; the document's highlights stay the evidence itself."""
+    question = "What was the cost of sales for services?"
+    with browser.new_page() as page:
+        paste_and_ask(page, server_url, "q3.txt", statement_excerpt, question)
+        hits = page.evaluate("() => state.hits.map(hit => [hit.text, hit.context])")
+        listed = page.locator("#evidence-list li").evaluate_all(
+            "items => items.map(li => li.querySelector('.context')?.textContent ?? null)"
+        )
+        assert shown_hits(page) == {rank: text for rank, (text, _) in enumerate(hits)}
+    assert any(context for _, context in hits)
+    for (_, context), shown in zip(hits, listed, strict=True):
+        for span in context:
+            assert statement_excerpt[span["start"] : span["end"]] == span["text"]
+        expected = " | ".join(" ".join(span["text"].split()) for span in context)
+        assert shown == (expected or None)
+
+
 def test_highlights_after_astral_characters_are_the_evidence(server_url: str, browser: Any) -> None:
     """The API's offsets count code points; the page slices UTF-16 units: every emoji
     before a hit shifted its mark by one unit, sometimes into half a surrogate pair."""

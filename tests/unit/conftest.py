@@ -8,25 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from longscan.bench.datasets import default_data_dir
-
 if TYPE_CHECKING:
     from longscan.training.reranker import Pair
-
-
-@pytest.fixture(scope="session")
-def data_dir() -> Path:
-    """The shared data; tests that read it are skipped only when it is absent."""
-    try:
-        return default_data_dir()
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
-
-
-@pytest.fixture(scope="session")
-def filing_path(data_dir: Path) -> Path:
-    """A real 10-Q (Apple's, flattened to lines): prose, statements and their table rows."""
-    return data_dir / "train-docs" / "sec-full-filings" / "aapl_aapl-10-q-2025-08-01.txt"
 
 
 @pytest.fixture(scope="session")

@@ -105,14 +105,6 @@ def json_types(spec: dict) -> set[str]:
     return {spec["type"]} if isinstance(spec["type"], str) else set(spec["type"])
 
 
-def statement_excerpt(filing_path: Path) -> str:
-    """Apple's statement of operations, from its title to the line after the services row."""
-    text = filing_path.read_text(encoding="utf-8")
-    row = text.index("Services 6,698 6,296")
-    title = text.rindex("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS", 0, row)
-    return text[title : text.index("\n", text.index("\n", row) + 1)]
-
-
 def check_context(evidence: dict, text: str) -> None:
     """A row's context spans are exact and lie above it; any other unit has none."""
     from longscan.tables import is_row
@@ -144,10 +136,10 @@ def test_a_table_row_is_given_with_the_spans_of_its_title_and_header(
     assert any(item["context"] == [] for item in evidence)  # prose among them has none
 
 
-def test_the_service_gives_a_row_its_context_spans(filing_path: Path, tmp_path: Path) -> None:
+def test_the_service_gives_a_row_its_context_spans(statement_excerpt: str, tmp_path: Path) -> None:
     from longscan.service import ServiceSettings, create_app
 
-    excerpt = statement_excerpt(filing_path)
+    excerpt = statement_excerpt
     service = create_app(ServiceSettings(tmp_path))
     with TestClient(service, base_url="http://127.0.0.1:8000") as client:
         response = client.post("/api/documents/text", json={"name": "q3.txt", "text": excerpt})

@@ -183,6 +183,14 @@ function setHits(evidence) {
     const item = document.createElement("li");
     item.dataset.hit = hit.rank;
     item.textContent = hit.text.replace(/\s+/g, " ").trim().slice(0, 200) + " ";
+    if (hit.context && hit.context.length) {
+      // a table row: the title, column header and group that say what its figures are
+      const context = document.createElement("span");
+      context.className = "context";
+      context.textContent = hit.context.map((line) => line.text.replace(/\s+/g, " ").trim())
+        .join(" | ");
+      item.append(context, " ");
+    }
     const score = document.createElement("span");
     score.className = "score";
     // where the unit is printed: "p. 47 · Item 7 › Liquidity" (as Evidence.where says)
