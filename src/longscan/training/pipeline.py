@@ -24,6 +24,7 @@ from longscan.scanning import features as features_module
 from longscan.scanning.checkpoint import save_checkpoint
 from longscan.scanning.features import FEATURE_NAMES
 from longscan.tables import rules_digest
+from longscan.training import data as data_module
 from longscan.training.args import TrainingArgs
 from longscan.training.card import model_card
 from longscan.training.data import (
@@ -56,6 +57,7 @@ def _data_key(args: TrainingArgs) -> str:
         args.evidence_first,
         FEATURE_NAMES,  # the cached data holds every feature column,
         _file_digest(Path(features_module.__file__)),  # computed by this code
+        _file_digest(Path(data_module.__file__)),  # and labelled by this code
         tuple(_file_digest(Path(path)) for path in args.synthetic),
         __version__,
     )

@@ -74,3 +74,44 @@ def test_examples_cut_to_begin_at_their_evidence_keep_every_label_exact(
 def _first_sentence(example: SyntheticExample) -> tuple[int, int]:
     start, end = Document(example.id, example.text).sentences[0]
     return int(start), int(end)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [("\u2022", False), ("\u200b", False), ("[\u2026***\u2026]", False), ("21", False),
+     ("2.", False), ("%", False), ("Item 2.", True), ("2024 2023", True),
+     ("Total liabilities 1,234", True)],
+)  # fmt: skip
+def test_a_bullet_or_a_page_number_says_nothing(text: str, says: bool) -> None:
+    from longscan.training.data import says_something
+
+    assert says_something(text) is says
+
+
+def test_labelled_bullets_of_the_shipped_examples_are_not_positives(data_dir: Path) -> None:
+    """A writer labels a run of lines; the bullets and numbers inside it are no evidence, and
+    an example left with no positive is dropped and counted, never trained on as all-negative."""
+    from dataclasses import replace
+
+    from longscan.encoders import get_encoder
+    from longscan.encoders.contextual import ContextualSentenceEncoder
+    from longscan.training.data import says_something, synthetic_labels, synthetic_training_set
+
+    examples = read_examples(SHIPPED / "examples.jsonl", data_dir / "train-docs")[:200]
+    silent = 0
+    for example in examples:
+        document, labels = synthetic_labels(example)
+        spans = [(int(a), int(b)) for a, b in document.sentences]
+        positives = {span for span, label in zip(spans, labels, strict=True) if label}
+        assert positives == {s for s in example.labels if says_something(example.text[slice(*s)])}
+        silent += len(example.labels) - len(positives)
+    assert silent > 0  # the shipped file holds such labels: the rule is exercised
+    bullet_only = next(
+        replace(e, labels=[s]) for e in examples for s in e.labels
+        if not says_something(e.text[slice(*s)])
+    )  # fmt: skip
+    data = synthetic_training_set(
+        ContextualSentenceEncoder(get_encoder()), [bullet_only, examples[0]], progress=False
+    )
+    assert data.manifest["dropped_without_content"] == 1 and len(data.labels) == 1
+    assert all(label.sum() > 0 for label in data.labels)

@@ -184,16 +184,22 @@ def assert_combined(first: Path, second: Path, out: Path) -> None:
         combine_checkpoints([first, other], out.with_name("mixed"), "")
 
 
-def test_cached_data_is_keyed_by_the_feature_code(tmp_path, monkeypatch) -> None:
-    """Data built by other feature code (same column names) is not reused: its key differs."""
-    from longscan.scanning import features
+@pytest.mark.parametrize("module_name", ["longscan.scanning.features", "longscan.training.data"])
+def test_cached_data_is_keyed_by_the_code_that_builds_it(
+    module_name: str, tmp_path, monkeypatch
+) -> None:
+    """Data built by other feature or labelling code (same column names) is not reused: its
+    key differs."""
+    import importlib
+
     from longscan.training import pipeline
 
+    module = importlib.import_module(module_name)
     args = TrainingArgs(datasets=("squad",))
     before = pipeline._data_key(args)
-    edited = tmp_path / "features.py"
-    edited.write_text(Path(features.__file__).read_text() + "\n# a changed column\n")
-    monkeypatch.setattr(features, "__file__", str(edited))
+    edited = tmp_path / "edited.py"
+    edited.write_text(Path(module.__file__).read_text() + "\n# a changed rule\n")
+    monkeypatch.setattr(module, "__file__", str(edited))
     assert pipeline._data_key(args) != before
     assert pipeline._data_key(replace(args, seed=7)) == pipeline._data_key(args)
 
