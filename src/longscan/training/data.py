@@ -397,6 +397,7 @@ def synthetic_training_set(
         if not labels.any():  # every labelled unit was a bullet or a number
             counts["dropped"] += 1
             manifest["dropped_without_content"] += 1
+            manifest["dropped_ids"].append(example.id)
             continue
         index = documents.get(document.content_hash)
         if index is None:

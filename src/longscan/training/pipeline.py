@@ -114,7 +114,7 @@ def build_data(
         part = synthetic_training_set(
             encoder, kept, fingerprints, args.decontamination_threshold, progress, vectors
         )
-        # counted after decontamination: a cut example dropped there was not trained on
+        # counted after the drops (contaminated, no content): a dropped cut was not trained on
         part.manifest["starting_at_evidence"] = len(cut - set(part.manifest["dropped_ids"]))
         parts.append(part)
     if not parts:

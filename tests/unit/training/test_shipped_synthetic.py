@@ -114,4 +114,5 @@ def test_labelled_bullets_of_the_shipped_examples_are_not_positives(data_dir: Pa
         ContextualSentenceEncoder(get_encoder()), [bullet_only, examples[0]], progress=False
     )
     assert data.manifest["dropped_without_content"] == 1 and len(data.labels) == 1
+    assert data.manifest["dropped_ids"] == [bullet_only.id]  # so no count takes it as trained on
     assert all(label.sum() > 0 for label in data.labels)
