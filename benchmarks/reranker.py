@@ -2,7 +2,8 @@
 
     python benchmarks/reranker.py [--adapter DIR] [--checkpoint DIR] [--items N] \
         [--part dev|ood|all] [--only squad-long,loong,...] [--variants scanner-rerank,...] \
-        [--other-adapters NAME=DIR,...] [--no-rerank] [--out runs/reranker-eval]
+        [--other-adapters NAME=DIR,...] [--no-rerank] [--out runs/reranker-eval] \
+        [--ood-baselines bm25-chunk,...] [--table-context]
 
 Every retriever reads the same items. ``scanner`` is the scan alone (the shipped default);
 ``rerank`` is the hybrid's 50 best sentences re-scored in two rounds; ``scanner-rerank`` (as
@@ -16,8 +17,8 @@ reread R; with ``--checkpoint``, ``candidate`` is that scanner alone and ``candi
 each of ``--other-adapters`` (seeds, recipes). Variants reading the same pairs
 share one score memo, so each pair is read once, and every variant over one checkpoint reads
 the same scan, computed once per item (``SharedScan``). With ``--part ood``, L-Eval
-and Loong against the scan alone. Prints a table per benchmark and the re-scorer issue's
-miss ratios against the best stock baseline (BM25 over sentences or 300-word chunks, dense or
+and Loong against the scan alone (and ``--ood-baselines``, in the same run). Prints a table
+per benchmark and the re-scorer issue's miss ratios against the best stock baseline (BM25 over sentences or 300-word chunks, dense or
 hybrid over sentences: the chunk dense variants, never the best on these rows in earlier
 runs, would double the encoding).
 """
@@ -147,11 +148,25 @@ def register_other_adapters(adapters: list[str]) -> list[str]:
     return names
 
 
-def table(benchmark: str, words: int, retrievers: list[str], limit: int | None, out: Path):
+def table(
+    benchmark: str,
+    words: int,
+    retrievers: list[str],
+    limit: int | None,
+    out: Path,
+    table_context: bool = False,
+):
     """Run ``retrievers`` on the same items and print the table; returns metric → retriever
     → value and the number of items."""
     started = time.perf_counter()
-    run = run_benchmark(benchmark, retrievers, target_words=words, max_items=limit, out_dir=out)
+    run = run_benchmark(
+        benchmark,
+        retrievers,
+        target_words=words,
+        max_items=limit,
+        out_dir=out,
+        table_context=table_context,
+    )
     items = len(run.results[0].records)
     print(
         f"### {benchmark}-{words // 1000}k, {items} items "
@@ -201,14 +216,22 @@ def development(
         print("\n".join(versus_rerank))
 
 
-def out_of_domain(variants: list[str], out: Path, only: list[str] | None = None) -> None:
+def out_of_domain(
+    variants: list[str],
+    out: Path,
+    only: list[str] | None = None,
+    baselines: Sequence[str] = (),
+    table_context: bool = False,
+) -> None:
     """No loss out of domain: every variant against the scan alone (the shipped scanner),
-    item for item (on the benchmarks named in ``only``, default all)."""
+    item for item (on the benchmarks named in ``only``, default all), with ``baselines`` in
+    the same run; ``table_context``: budgets count each row's context (``longscan eval``)."""
     rows = []
     for benchmark, words in OUT_OF_DOMAIN:
         if only and benchmark not in only:
             continue
-        scores, items = table(benchmark, words, ["scanner", *variants, "bm25-sentence"], None, out)
+        named = ["scanner", *variants, "bm25-sentence", *baselines]
+        scores, items = table(benchmark, words, named, None, out, table_context)
         for metric in (m for m in scores if m.startswith("ahit@")):
             values = scores[metric]
             for name in variants:
@@ -261,6 +284,18 @@ def main() -> None:
         help="comma-separated NAME=DIR: scanner-rerank@NAME re-scores the same scan with each",
     )
     parser.add_argument(
+        "--ood-baselines",
+        default="",
+        help="comma-separated retrievers the ood part runs beside bm25-sentence, e.g. "
+        "bm25-chunk,dense-chunk,hybrid-chunk (issue 21's bar)",
+    )
+    parser.add_argument(
+        "--table-context",
+        action="store_true",
+        help="ood budgets count each table row's title, header and group (longscan eval's "
+        "--table-context)",
+    )
+    parser.add_argument(
         "--no-rerank",
         action="store_true",
         help="leave out rerank (hybrid top 50 re-scored: the slowest variant by far)",
@@ -278,7 +313,9 @@ def main() -> None:
     if args.part in ("dev", "all"):
         development(variants, args.items, args.out, only)
     if args.part in ("ood", "all"):
-        out_of_domain([v for v in variants if v != "rerank"], args.out, only)
+        baselines = [name for name in args.ood_baselines.split(",") if name]
+        rescoring = [v for v in variants if v != "rerank"]
+        out_of_domain(rescoring, args.out, only, baselines, args.table_context)
 
 
 if __name__ == "__main__":

@@ -738,12 +738,21 @@ def train_reranker_command(
     pairs_cache: Annotated[
         Path | None, typer.Option(help="JSONL of mined pairs: read if present, else written.")
     ] = None,
+    synthetic: Annotated[
+        list[Path] | None,
+        typer.Option(help="`longscan synth` examples (JSONL) to mine pairs from too; repeatable."),
+    ] = None,
+    init_from: Annotated[
+        Path | None,
+        typer.Option(help="Adapter folder to train on from (e.g. the shipped re-scorer)."),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Fine-tune the cross-encoder re-scorer (a LoRA adapter and a head over the packaged
-    MiniLM) on the shared datasets' train splits, with hard negatives mined by BM25 and
-    dense from each question's own document, and second-hop pairs. Runs on a GPU when torch
-    sees one (LONGSCAN_DEVICE chooses), in float32 as on the CPU."""
+    MiniLM) on the shared datasets' train splits, and on synthetic examples when named, with
+    hard negatives mined by BM25 and dense from each question's own document, and second-hop
+    pairs. Runs on a GPU when torch sees one (LONGSCAN_DEVICE chooses), in float32 as on the
+    CPU."""
     _setup_logging(verbose)
     import torch
 
@@ -762,8 +771,9 @@ def train_reranker_command(
             out,
             sources,
             MiningConfig(),
-            TrainConfig(epochs, batch_size, lr, seed=seed),
+            TrainConfig(epochs, batch_size, lr, seed=seed, init_from=init_from and str(init_from)),
             pairs_cache=pairs_cache,
+            synthetic=synthetic or (),
         )
     except (ValueError, FileNotFoundError, ImportError) as error:
         raise _fail(str(error)) from None

@@ -17,9 +17,9 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from longscan.training.finetune import (
     recipe_card,
     trainer_arguments,
 )
+
+if TYPE_CHECKING:
+    from longscan.training.synthetic import SyntheticExample
 
 
 @dataclass
@@ -60,6 +63,10 @@ class MiningConfig:
     dense_negatives: int = 3
     random_negatives: int = 1
     second_hop: bool = True
+    # dense negatives come from BM25's best ``dense_pool`` units when set: a synthetic
+    # example's span holds ten times the sentences of a Wikipedia item, and encoding all of
+    # them would take longer than the training
+    dense_pool: int | None = None
 
 
 class _VectorCache:
@@ -85,19 +92,20 @@ class _Miner:
     config: MiningConfig
     rng: random.Random
 
-    def negatives(
-        self, query: str, texts: list[str], index: Any, vectors: np.ndarray, exclude: set[int]
-    ) -> list[int]:
+    def negatives(self, query: str, texts: list[str], index: Any, exclude: set[int]) -> list[int]:
         """Hard negatives (best non-gold under BM25, then dense) and random ones."""
         chosen: list[int] = []
         bm25 = np.asarray(index.get_scores(tokenize([query])[0]), dtype=np.float64)
-        dense = vectors @ self.encoder([query])[0]
-        for scores, wanted in (
-            (bm25, self.config.bm25_negatives),
-            (dense, self.config.dense_negatives),
+        by_bm25 = np.argsort(-bm25, kind="stable")
+        pool = by_bm25 if self.config.dense_pool is None else by_bm25[: self.config.dense_pool]
+        pool = np.sort(pool)  # document order, so a tie ranks as over every unit
+        dense = self.encoder([texts[i] for i in pool]) @ self.encoder([query])[0]
+        for ranked, wanted in (
+            (by_bm25.tolist(), self.config.bm25_negatives),
+            (pool[np.argsort(-dense, kind="stable")].tolist(), self.config.dense_negatives),
         ):
             taken = 0
-            for i in np.argsort(-scores, kind="stable").tolist():
+            for i in ranked:
                 if taken == wanted:
                     break
                 if i not in exclude and i not in chosen:
@@ -108,25 +116,33 @@ class _Miner:
         return chosen
 
     def item_pairs(self, item: QAItem, source: str) -> list[Pair]:
+        """Pairs of a dataset item over its one document, by its gold units."""
         (document,) = item.documents
         labels = gold_unit_labels(item)[document.id]
-        gold = set(np.flatnonzero(labels).tolist())
+        return self.document_pairs(
+            document, item.query, set(np.flatnonzero(labels).tolist()), source
+        )
+
+    def document_pairs(
+        self, document: Document, query: str, gold: set[int], source: str, second_hop: bool = True
+    ) -> list[Pair]:
+        """First-round pairs of ``query`` over ``document`` and, when ``second_hop`` and the
+        gold units sit in several paragraphs, the second round's."""
         if not gold:
             return []
         texts = document.sentence_texts()
         index = build_index(texts)
-        vectors = self.encoder(texts)
-        pairs = self._pairs(document, item.query, gold, gold, texts, index, vectors, "hop1")
-        if self.config.second_hop:
+        pairs = self._pairs(document, query, gold, gold, texts, index, "hop1")
+        if second_hop and self.config.second_hop:
             paragraph = document.sentence_paragraph
             groups: dict[int, list[int]] = {}
             for i in sorted(gold):
                 groups.setdefault(int(paragraph[i]), []).append(i)
             if len(groups) > 1:
                 for members in groups.values():
-                    joined = join_hop(item.query, texts[members[0]])
+                    joined = join_hop(query, texts[members[0]])
                     targets = gold - set(members)
-                    pairs += self._pairs(document, joined, targets, gold, texts, index, vectors)
+                    pairs += self._pairs(document, joined, targets, gold, texts, index)
         for pair in pairs:
             pair.source = source
         return pairs
@@ -139,10 +155,9 @@ class _Miner:
         gold: set[int],
         texts: list[str],
         index: Any,
-        vectors: np.ndarray,
         kind: str = "hop2",
     ) -> list[Pair]:
-        negatives = self.negatives(query, texts, index, vectors, gold)
+        negatives = self.negatives(query, texts, index, gold)
         return [
             Pair(query, sentence_in_context(document, i), label, kind, "")
             for indices, label in ((sorted(positives), 1.0), (negatives, 0.0))
@@ -175,6 +190,43 @@ def mine_pairs(
     return pairs, pair_counts(pairs)
 
 
+SYNTHETIC_DENSE_POOL = 50  # BM25's best units a synthetic example's dense negatives come from
+
+
+def mine_synthetic_pairs(
+    examples: Sequence[SyntheticExample],
+    encoder: SentenceEncoder,
+    config: MiningConfig = MiningConfig(),
+    seed: int = 0,
+    fingerprints: set[bytes] | None = None,
+    threshold: float = 0.01,
+    progress: bool = True,
+) -> tuple[list[Pair], dict[str, int]]:
+    """First-round pairs of ``longscan synth`` examples over their own spans, labelled as the
+    scanner's training labels them (``synthetic_labels``: a bullet or page number is no
+    positive), and the examples dropped by reason. An example sharing more than ``threshold`` of
+    its sentences with evaluation text (``fingerprints``) is dropped, as in the scanner's data.
+    No second round: a chunk example's labelled lines are one passage, not two hops."""
+    from longscan.training.data import contamination, synthetic_labels
+
+    mining = replace(config, dense_pool=config.dense_pool or SYNTHETIC_DENSE_POOL)
+    miner = _Miner(_VectorCache(encoder), mining, random.Random(f"{seed}/synthetic"))
+    pairs: list[Pair] = []
+    dropped = {"without_content": 0, "contaminated": 0}
+    for example in track(examples, "mining synthetic pairs", enabled=progress):
+        document, labels = synthetic_labels(example)
+        if not labels.any():
+            dropped["without_content"] += 1
+        elif fingerprints is not None and contamination(document, fingerprints) > threshold:
+            dropped["contaminated"] += 1
+        else:
+            gold = set(np.flatnonzero(labels).tolist())
+            source = f"synthetic/{example.strategy}"
+            pairs += miner.document_pairs(document, example.question, gold, source, False)
+    return pairs, dropped
+
+
+SOURCES = ("squad", "hotpotqa", "musique")  # the datasets whose train splits give pairs
 OWN_PARAGRAPHS_ONLY = 1  # a target below a question's own paragraphs adds no foreign ones
 
 
@@ -209,7 +261,7 @@ def training_sources(
                 sentence_support=name == "musique",
             )
         else:
-            raise ValueError(f"unknown training source {name!r}; use squad, hotpotqa, musique")
+            raise ValueError(f"unknown training source {name!r}; use {', '.join(SOURCES)}")
         sources.append((name, items))
     return sources
 
@@ -238,6 +290,9 @@ class TrainConfig:
     weight_decay: float = 0.01
     seed: int = 0
     adapter: AdapterConfig = AdapterConfig()
+    # an adapter folder to start from (its updates and head) instead of a fresh one: the
+    # shipped re-scorer trained further on new data
+    init_from: str | None = None
 
 
 PROBE_PAIRS = 512  # pairs whose loss is measured before and after training
@@ -270,6 +325,30 @@ def _pair_loss(model: Any, pairs: Sequence[Pair], pos_weight: Any) -> float:
     return float(loss)
 
 
+def load_start(model: Any, config: TrainConfig) -> str:
+    """Copy the adapter in ``config.init_from`` into ``model``'s fresh LoRA updates and head,
+    so training goes on from it; returns its weights' SHA-256 for the model card.
+
+    Raises:
+        AdapterError: unreadable, or shaped unlike ``config.adapter``.
+    """
+    import torch
+
+    from longscan.encoders.adapter import AdapterError, read_adapter
+
+    assert config.init_from is not None
+    start = read_adapter(config.init_from, rebuild="longscan train-reranker")
+    if start.config != config.adapter:
+        raise AdapterError(f"{config.init_from}: {start.config} is not {config.adapter}")
+    trainable = adapter_tensors(model[0].model)
+    if set(trainable) != set(start.tensors):
+        raise AdapterError(f"{config.init_from}: its tensors name other layers")
+    with torch.no_grad():
+        for name, parameter in trainable.items():
+            parameter.copy_(start.tensors[name].reshape(parameter.shape))
+    return start.digest
+
+
 def train_reranker(
     pairs: Sequence[Pair],
     out_dir: Path,
@@ -300,6 +379,7 @@ def train_reranker(
     torch.manual_seed(config.seed)
     model = base_cross_encoder(config.adapter.max_length, device)
     add_lora(model, config.adapter, modules_to_save=["classifier"], task_type="SEQ_CLS")
+    started_from = None if config.init_from is None else load_start(model, config)
     positives = sum(p.label for p in pairs)
     pos_weight = torch.tensor((len(pairs) - positives) / max(positives, 1.0), device=device)
     loss = BinaryCrossEntropyLoss(model, pos_weight=pos_weight)
@@ -335,6 +415,7 @@ def train_reranker(
         "device": device_name(device),
         "losses": logged_losses(trainer),
         "recipe": recipe_card(config, "BinaryCrossEntropyLoss, pos_weight = #neg / #pos"),
+        "init_from_sha256": started_from,
     }
     tensors = adapter_tensors(model[0].model)
     card = {**(card or {}), **report}
@@ -350,10 +431,32 @@ def write_model_card(directory: Path, card: dict[str, Any], adapter: AdapterConf
     rows = "\n".join(f"| {key} | {count:,} |" for key, count in counts.items())
     recipe = card["recipe"]
     heading = "the heading above it, " if adapter.headings else ""
+    limits = data.get("max_per_source", {})
+    options = [f"--{name} {limits.get(name, 0)}" for name in SOURCES if name not in limits]
+    options += [f"--{name} {limit}" for name, limit in limits.items() if limit is not None]
+    options += [f"--synthetic {path}" for path in data.get("synthetic", [])]
+    head = "a fresh one-logit head"
+    if recipe.get("init_from"):
+        options.append(f"--init-from {recipe['init_from']}")
+        head = f"a one-logit head, both trained on from `{recipe['init_from']}` (SHA-256 "
+        head += f"{card['init_from_sha256']})"
+    options += [f"--seed {recipe['seed']}", f"--epochs {recipe['epochs']:g}"]
+    options += [f"--lr {recipe['learning_rate']:g}"]
+    command = " \\\n    ".join(
+        ["longscan train-reranker --out DIR --pairs-cache PAIRS.jsonl", *options]
+    )
+    dropped = data.get("synthetic_dropped")
+    synthetic = (
+        f"Synthetic examples ({', '.join(data['synthetic'])}): first-round pairs over each "
+        "example's own span, its labelled lines that say something as positives, dense "
+        f"negatives from BM25's best {SYNTHETIC_DENSE_POOL}; examples dropped: {dropped}.\n\n"
+        if data.get("synthetic")
+        else ""
+    )
     text = f"""# longscan cross-encoder re-scorer (LoRA over all-MiniLM-L6-v2)
 
 A LoRA adapter (rank {adapter.rank}, alpha {adapter.alpha}, on MiniLM's
-{", ".join(adapter.target_modules)} layers) and a fresh one-logit head, read over the packaged
+{", ".join(adapter.target_modules)} layers) and {head}, read over the packaged
 all-MiniLM-L6-v2 as a cross-encoder: `(question, sentence [SEP] {heading}paragraph lead and
 previous sentence)`, {adapter.max_length} word pieces. Second-round queries are the question
 joined with a first-hop sentence (`question [SEP] sentence`).
@@ -361,8 +464,7 @@ joined with a first-hop sentence (`question [SEP] sentence`).
 ## Command and seed
 
 ```
-longscan train-reranker --out DIR --pairs-cache PAIRS.jsonl \\
-    --seed {recipe["seed"]} --epochs {recipe["epochs"]:g}
+{command}
 ```
 
 Seed {recipe["seed"]} (mining, shuffling and the head's initialisation); {card["steps"]} steps of
@@ -375,8 +477,8 @@ loss: {recipe["loss"]}. Trained on {card.get("device", "CPU")} in {card["seconds
 {data.get("split", "")}. Per source: {data.get("max_per_source", {})} questions
 (None: all).
 
-Negatives per query: {card.get("negatives", {})} (BM25 and dense: the best-ranked non-gold
-sentences of the question's own document; random: any other sentence of it). Second-hop
+{synthetic}Negatives per query: {card.get("negatives", {})} (BM25 and dense: the best-ranked
+non-gold sentences of the question's own document; random: any other sentence of it). Second-hop
 pairs: for each paragraph holding supporting sentences, the question joined with its first
 supporting sentence, against the other paragraphs' supporting sentences and negatives mined
 for that joined query.
@@ -406,26 +508,39 @@ def training_pairs(
     pairs_cache: Path | None = None,
     data_dir: str | None = None,
     progress: bool = True,
+    synthetic: Sequence[Path] = (),
 ) -> tuple[list[Pair], dict[str, Any]]:
-    """The training split's mined pairs (read from ``pairs_cache`` if present, else mined from
-    documents decontaminated against every evaluation document and written there), and the
-    model card's data section."""
+    """The training split's mined pairs and those of the ``synthetic`` example files (read
+    from ``pairs_cache`` if present, else mined from documents decontaminated against every
+    evaluation document and written there), and the model card's data section."""
     from longscan.encoders.minilm import get_encoder
     from longscan.training.data import evaluation_fingerprints
+    from longscan.training.synthetic import read_examples
 
+    dropped: dict[str, int] | None = None
     if pairs_cache is not None and pairs_cache.is_file():
         pairs = load_pairs(pairs_cache)
         counts = pair_counts(pairs)
     else:
         fingerprints = evaluation_fingerprints(data_dir)
         sources = training_sources(max_per_source, seed, data_dir, fingerprints)
-        pairs, counts = mine_pairs(sources, get_encoder(), mining, seed, progress)
+        encoder = get_encoder()
+        pairs, counts = mine_pairs(sources, encoder, mining, seed, progress)
+        if synthetic:
+            examples = [example for path in synthetic for example in read_examples(path)]
+            more, dropped = mine_synthetic_pairs(
+                examples, encoder, mining, seed, fingerprints, progress=progress
+            )
+            pairs += more
+            counts = pair_counts(pairs)
         if pairs_cache is not None:
             save_pairs(pairs, pairs_cache)
     card = {
         "data": {
             "split": TRAINING_SPLIT,
             "max_per_source": max_per_source,
+            "synthetic": [str(path) for path in synthetic],
+            "synthetic_dropped": dropped,
             "pairs_by_source_kind_label": counts,
         },
         "negatives": asdict(mining),
@@ -441,6 +556,7 @@ def run_reranker_training(
     pairs_cache: Path | None = None,
     data_dir: str | None = None,
     progress: bool = True,
+    synthetic: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """Everything ``longscan train-reranker`` does: mine pairs (or read them from
     ``pairs_cache``, written on first use), fine-tune, save. Returns the report."""
@@ -451,7 +567,7 @@ def run_reranker_training(
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     pairs, card = training_pairs(
-        max_per_source, mining, config.seed, pairs_cache, data_dir, progress
+        max_per_source, mining, config.seed, pairs_cache, data_dir, progress, synthetic
     )
     report = train_reranker(pairs, out_dir, config, card, progress)
     report["seconds_total"] = round(time.perf_counter() - started, 1)

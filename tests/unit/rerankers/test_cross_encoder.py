@@ -180,3 +180,69 @@ def test_a_run_that_does_not_learn_is_flagged_by_the_cli(tiny_pairs, tmp_path) -
     assert result.exit_code == 0, result.output
     assert "this seed did not learn" in " ".join(result.output.split())
     assert (out / WEIGHTS_FILE).is_file()  # written all the same: the user decides
+
+
+def _first_examples(data_dir: Path, folder: str, count: int) -> list:
+    from longscan.training.synthetic import parse_examples
+
+    path = Path(__file__).parents[3] / "training-data" / folder / "examples.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()[:count]
+    return parse_examples("\n".join(lines), str(path), data_dir / "train-docs")
+
+
+def test_synthetic_pairs_take_labelled_lines_that_say_something_as_positives(
+    data_dir: Path,
+) -> None:
+    from longscan.encoders.minilm import get_encoder
+    from longscan.retrievers.bm25 import build_index, tokenize
+    from longscan.training.data import fingerprint, says_something, synthetic_labels
+    from longscan.training.reranker import MiningConfig, mine_synthetic_pairs
+
+    examples = _first_examples(data_dir, "synthetic-tables", 3)
+    config = MiningConfig(0, 2, 0, second_hop=True, dense_pool=4)  # dense only, within BM25's 4
+    pairs, dropped = mine_synthetic_pairs(examples, get_encoder(), config, progress=False)
+    assert dropped == {"without_content": 0, "contaminated": 0}
+    for example in examples:
+        document, labels = synthetic_labels(example)
+        texts = document.sentence_texts()
+        mine = [p for p in pairs if p.query == example.question]
+        assert {p.kind for p in mine} == {"hop1"} and mine[0].source == "synthetic/table"
+        read = {1.0: [], 0.0: []}
+        for pair in mine:
+            read[pair.label].append(pair.passage.split(" [SEP] ")[0])
+        gold = [texts[i] for i in np.flatnonzero(labels)]
+        assert sorted(read[1.0]) == sorted(gold)
+        assert all(says_something(text) for text in gold)
+        bm25 = build_index(texts).get_scores(tokenize([example.question])[0])
+        best = {texts[i] for i in np.argsort(-bm25, kind="stable")[:4]}
+        assert read[0.0] and set(read[0.0]) <= best - set(gold)
+    # an example sharing its sentences with evaluation text is dropped and counted
+    fingerprints = {fingerprint(t) for t in synthetic_labels(examples[0])[0].sentence_texts()}
+    _, dropped = mine_synthetic_pairs(
+        examples[:1], get_encoder(), config, fingerprints=fingerprints, progress=False
+    )
+    assert dropped == {"without_content": 0, "contaminated": 1}
+
+
+def test_training_goes_on_from_an_adapter_and_refuses_one_of_another_shape(
+    tiny_pairs, trained, tmp_path: Path
+) -> None:
+    from longscan.encoders.adapter import read_adapter
+
+    start, _ = trained
+    config = TrainConfig(
+        epochs=1, batch_size=8, learning_rate=0.0, adapter=AdapterConfig(8, 16),
+        init_from=str(start),
+    )  # fmt: skip
+    out = tmp_path / "continued"
+    report = train_reranker(tiny_pairs[0], out, config, progress=False)
+    before, after = read_adapter(start, "test"), read_adapter(out, "test")
+    assert report["init_from_sha256"] == before.digest
+    assert set(before.tensors) == set(after.tensors)
+    for name, tensor in before.tensors.items():  # a zero learning rate changes nothing
+        np.testing.assert_array_equal(tensor.numpy(), after.tensors[name].numpy())
+    assert f"--init-from {start}" in (out / "MODEL_CARD.md").read_text()
+    with pytest.raises(AdapterError, match="is not"):
+        train_reranker(
+            tiny_pairs[0], tmp_path / "other", TrainConfig(init_from=str(start)), progress=False
+        )
