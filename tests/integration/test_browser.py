@@ -241,7 +241,8 @@ def test_a_table_row_is_listed_with_what_its_figures_are(
     server_url: str, browser: Any, statement_excerpt: str
 ) -> None:
     """A row's title, column header and group (the API's ``context``) are shown under it in
-    the list; the document's highlights stay the evidence itself."""
+    the list, and marked in the document while the row is the active hit; the hits'
+    highlights stay the evidence itself and the text is shown once."""
     question = "What was the cost of sales for services?"
     with browser.new_page() as page:
         paste_and_ask(page, server_url, "q3.txt", statement_excerpt, question)
@@ -250,6 +251,15 @@ def test_a_table_row_is_listed_with_what_its_figures_are(
             "items => items.map(li => li.querySelector('.context')?.textContent ?? null)"
         )
         assert shown_hits(page) == {rank: text for rank, (text, _) in enumerate(hits)}
+        for rank, (_, context) in reversed(list(enumerate(hits))):  # each hit made active
+            page.locator(f'#evidence-list li[data-hit="{rank}"]').click()
+            marked = page.eval_on_selector_all(
+                "#doc-view mark.context", "marks => marks.map(m => m.textContent).join('')"
+            )
+            spans = sorted(context or [], key=lambda span: span["start"])
+            assert marked == "".join(span["text"] for span in spans)
+            assert page.locator("#doc-view").text_content() == statement_excerpt
+            assert shown_hits(page) == {rank: text for rank, (text, _) in enumerate(hits)}
     assert any(context for _, context in hits)
     for (_, context), shown in zip(hits, listed, strict=True):
         for span in context:

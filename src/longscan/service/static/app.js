@@ -127,29 +127,40 @@ function appendBlocks(last) {
 function fillBlock(block) {
   // The block's text once, in document order, whatever the order and overlap of its hits
   // (they come best first): it is cut at every hit's edge, and each piece covered by hits
-  // is one mark, drawn as the best of them and listing them all in `data-hits`.
-  const inside = state.hits
-    .filter((hit) => hit.to > block.start && hit.from < block.end)
-    .sort((a, b) => a.from - b.from || a.rank - b.rank);
+  // is one mark, drawn as the best of them and listing them all in `data-hits`. The active
+  // hit's context (a table row's title, column header and group) is marked `context`.
+  const overlaps = (range) => range.to > block.start && range.from < block.end;
+  const inside = state.hits.filter(overlaps).sort((a, b) => a.from - b.from || a.rank - b.rank);
+  const context = activeContext().filter(overlaps);
   const cuts = new Set([block.start, block.end]);
-  for (const hit of inside) {
-    cuts.add(Math.max(hit.from, block.start));
-    cuts.add(Math.min(hit.to, block.end));
+  for (const range of [...inside, ...context]) {
+    cuts.add(Math.max(range.from, block.start));
+    cuts.add(Math.min(range.to, block.end));
   }
   const edges = [...cuts].sort((a, b) => a - b);
   const parts = [];
   for (let i = 0; i + 1 < edges.length; i++) {
     const [start, end] = [edges[i], edges[i + 1]];
     const text = state.text.slice(start, end);
-    const covering = inside.filter((hit) => hit.from <= start && hit.to >= end);
+    const covers = (range) => range.from <= start && range.to >= end;
+    const covering = inside.filter(covers);
+    const inContext = context.some(covers);
     if (!covering.length) {
-      parts.push(text);
+      if (!inContext) {
+        parts.push(text);
+        continue;
+      }
+      const mark = document.createElement("mark");
+      mark.className = "context";
+      mark.textContent = text;
+      parts.push(mark);
       continue;
     }
     const best = covering.reduce((a, b) => (b.rank < a.rank ? b : a));
     const ranks = covering.map((hit) => hit.rank);
     const mark = document.createElement("mark");
     mark.className = ranks.includes(state.active) ? "hit active" : "hit";
+    if (inContext) mark.classList.add("context");
     mark.dataset.hit = best.rank;
     mark.dataset.hits = ranks.join(" ");
     mark.dataset.start = best.start;
@@ -170,7 +181,7 @@ function setHits(evidence) {
   const scores = mine.map((item) => item.score);
   const low = Math.min(...scores);
   const span = Math.max(...scores) - low || 1;
-  const touched = new Set(state.hits.map(blockOf));
+  const touched = new Set([...state.hits, ...activeContext()].map(blockOf));
   state.hits = mine.map((item, rank) => ({
     ...item, rank, from: toUnits(item.start), to: toUnits(item.end),
     strength: 0.25 + 0.65 * (item.score - low) / span,
@@ -214,10 +225,21 @@ function blockOf(hit) {
   return low;
 }
 
+function activeContext() {
+  // The spans the active hit was read with (a table row's title, header and group), in units.
+  const hit = state.hits[state.active];
+  return hit && hit.context
+    ? hit.context.map((line) => ({ from: toUnits(line.start), to: toUnits(line.end) }))
+    : [];
+}
+
 function goTo(rank, flash = false) {
   if (rank < 0 || rank >= state.hits.length) return;
+  const touched = new Set(activeContext().map(blockOf)); // the last hit's context, unmarked
   state.active = rank;
   appendBlocks(blockOf(state.hits[rank])); // a hit far down may not be appended yet
+  for (const range of activeContext()) touched.add(blockOf(range));
+  for (const index of touched) if (index < state.appended) fillBlock(state.blocks[index]);
   for (const mark of document.querySelectorAll("mark.hit")) {
     const isActive = mark.dataset.hits.split(" ").map(Number).includes(rank);
     mark.classList.toggle("active", isActive);
