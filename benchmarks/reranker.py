@@ -18,9 +18,9 @@ each of ``--other-adapters`` (seeds, recipes). Variants reading the same pairs
 share one score memo, so each pair is read once, and every variant over one checkpoint reads
 the same scan, computed once per item (``SharedScan``). With ``--part ood``, L-Eval
 and Loong against the scan alone (and ``--ood-baselines``, in the same run). Prints a table
-per benchmark and the re-scorer issue's miss ratios against the best stock baseline (BM25 over sentences or 300-word chunks, dense or
-hybrid over sentences: the chunk dense variants, never the best on these rows in earlier
-runs, would double the encoding).
+per benchmark and the re-scorer issue's miss ratios against the best stock baseline (BM25
+over sentences or 300-word chunks, dense or hybrid over sentences: the chunk dense variants,
+never the best on these rows in earlier runs, would double the encoding).
 """
 
 from __future__ import annotations

@@ -325,24 +325,23 @@ def _pair_loss(model: Any, pairs: Sequence[Pair], pos_weight: Any) -> float:
     return float(loss)
 
 
-def load_start(model: Any, config: TrainConfig) -> str:
-    """Copy the adapter in ``config.init_from`` into ``model``'s fresh LoRA updates and head,
-    so training goes on from it; returns its weights' SHA-256 for the model card.
+def load_start(model: Any, directory: str, adapter: AdapterConfig) -> str:
+    """Copy the adapter in ``directory`` into ``model``'s fresh LoRA updates and head, so
+    training goes on from it; returns its weights' SHA-256 for the model card.
 
     Raises:
-        AdapterError: unreadable, or shaped unlike ``config.adapter``.
+        AdapterError: unreadable, or shaped unlike ``adapter``.
     """
     import torch
 
     from longscan.encoders.adapter import AdapterError, read_adapter
 
-    assert config.init_from is not None
-    start = read_adapter(config.init_from, rebuild="longscan train-reranker")
-    if start.config != config.adapter:
-        raise AdapterError(f"{config.init_from}: {start.config} is not {config.adapter}")
+    start = read_adapter(directory, rebuild="longscan train-reranker")
+    if start.config != adapter:
+        raise AdapterError(f"{directory}: {start.config} is not {adapter}")
     trainable = adapter_tensors(model[0].model)
     if set(trainable) != set(start.tensors):
-        raise AdapterError(f"{config.init_from}: its tensors name other layers")
+        raise AdapterError(f"{directory}: its tensors name other layers")
     with torch.no_grad():
         for name, parameter in trainable.items():
             parameter.copy_(start.tensors[name].reshape(parameter.shape))
@@ -379,7 +378,9 @@ def train_reranker(
     torch.manual_seed(config.seed)
     model = base_cross_encoder(config.adapter.max_length, device)
     add_lora(model, config.adapter, modules_to_save=["classifier"], task_type="SEQ_CLS")
-    started_from = None if config.init_from is None else load_start(model, config)
+    started_from = None
+    if config.init_from is not None:
+        started_from = load_start(model, config.init_from, config.adapter)
     positives = sum(p.label for p in pairs)
     pos_weight = torch.tensor((len(pairs) - positives) / max(positives, 1.0), device=device)
     loss = BinaryCrossEntropyLoss(model, pos_weight=pos_weight)
@@ -446,6 +447,12 @@ def write_model_card(directory: Path, card: dict[str, Any], adapter: AdapterConf
         ["longscan train-reranker --out DIR --pairs-cache PAIRS.jsonl", *options]
     )
     dropped = data.get("synthetic_dropped")
+    unrecorded = (
+        "Pairs read from a cache that kept no record of how they were mined: the sources "
+        "named here are those asked for.\n\n"
+        if data.get("recorded") is False
+        else ""
+    )
     synthetic = (
         f"Synthetic examples ({', '.join(data['synthetic'])}): first-round pairs over each "
         "example's own span, its labelled lines that say something as positives, dense "
@@ -477,11 +484,11 @@ loss: {recipe["loss"]}. Trained on {card.get("device", "CPU")} in {card["seconds
 {data.get("split", "")}. Per source: {data.get("max_per_source", {})} questions
 (None: all).
 
-{synthetic}Negatives per query: {card.get("negatives", {})} (BM25 and dense: the best-ranked
-non-gold sentences of the question's own document; random: any other sentence of it). Second-hop
-pairs: for each paragraph holding supporting sentences, the question joined with its first
-supporting sentence, against the other paragraphs' supporting sentences and negatives mined
-for that joined query.
+{unrecorded}{synthetic}Negatives per query: {card.get("negatives", {})} (BM25 and dense: the
+best-ranked non-gold sentences of the question's own document; random: any other sentence of
+it). Second-hop pairs: for each paragraph holding supporting sentences, the question joined
+with its first supporting sentence, against the other paragraphs' supporting sentences and
+negatives mined for that joined query.
 
 | source/round/label | pairs |
 |---|---:|
@@ -512,40 +519,69 @@ def training_pairs(
 ) -> tuple[list[Pair], dict[str, Any]]:
     """The training split's mined pairs and those of the ``synthetic`` example files (read
     from ``pairs_cache`` if present, else mined from documents decontaminated against every
-    evaluation document and written there), and the model card's data section."""
+    evaluation document and written there, with a record of what was mined beside it), and
+    the model card's data section.
+
+    Raises:
+        ValueError: ``pairs_cache`` records other sources or files than those asked for.
+    """
     from longscan.encoders.minilm import get_encoder
     from longscan.training.data import evaluation_fingerprints
     from longscan.training.synthetic import read_examples
 
-    dropped: dict[str, int] | None = None
+    mined = {
+        "max_per_source": max_per_source,
+        "synthetic": [str(path) for path in synthetic],
+        "synthetic_dropped": None,
+        "seed": seed,
+        "negatives": asdict(mining),
+    }
+    asked = {k: v for k, v in mined.items() if k != "synthetic_dropped"}
     if pairs_cache is not None and pairs_cache.is_file():
         pairs = load_pairs(pairs_cache)
-        counts = pair_counts(pairs)
+        record = _mined_record(pairs_cache)
+        if record is None:  # a cache written before records were kept
+            mined = {**mined, "recorded": False}
+        elif {k: record.get(k) for k in asked} != asked:
+            raise ValueError(
+                f"{pairs_cache} holds pairs mined as {record}, not as asked ({mined}): "
+                "name another --pairs-cache"
+            )
+        else:
+            mined = record
     else:
         fingerprints = evaluation_fingerprints(data_dir)
         sources = training_sources(max_per_source, seed, data_dir, fingerprints)
         encoder = get_encoder()
-        pairs, counts = mine_pairs(sources, encoder, mining, seed, progress)
+        pairs, _ = mine_pairs(sources, encoder, mining, seed, progress)
         if synthetic:
             examples = [example for path in synthetic for example in read_examples(path)]
-            more, dropped = mine_synthetic_pairs(
+            more, mined["synthetic_dropped"] = mine_synthetic_pairs(
                 examples, encoder, mining, seed, fingerprints, progress=progress
             )
             pairs += more
-            counts = pair_counts(pairs)
         if pairs_cache is not None:
             save_pairs(pairs, pairs_cache)
+            _mined_record_path(pairs_cache).write_text(json.dumps(mined), encoding="utf-8")
     card = {
         "data": {
             "split": TRAINING_SPLIT,
-            "max_per_source": max_per_source,
-            "synthetic": [str(path) for path in synthetic],
-            "synthetic_dropped": dropped,
-            "pairs_by_source_kind_label": counts,
+            **{k: v for k, v in mined.items() if k not in ("seed", "negatives")},
+            "pairs_by_source_kind_label": pair_counts(pairs),
         },
         "negatives": asdict(mining),
     }
     return pairs, card
+
+
+def _mined_record_path(pairs_cache: Path) -> Path:
+    return pairs_cache.with_name(pairs_cache.name + ".mined.json")
+
+
+def _mined_record(pairs_cache: Path) -> dict[str, Any] | None:
+    """How the pairs in ``pairs_cache`` were mined, if that was recorded."""
+    path = _mined_record_path(pairs_cache)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def run_reranker_training(

@@ -246,3 +246,21 @@ def test_training_goes_on_from_an_adapter_and_refuses_one_of_another_shape(
         train_reranker(
             tiny_pairs[0], tmp_path / "other", TrainConfig(init_from=str(start)), progress=False
         )
+
+
+def test_a_pairs_cache_keeps_how_it_was_mined_and_refuses_other_sources(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    from longscan.training.reranker import MiningConfig, training_pairs
+
+    cache = tmp_path / "pairs.jsonl"
+    mining = MiningConfig(1, 1, 0, False)
+    asked = ({"squad": 2}, mining, 0, cache, str(data_dir))
+    pairs, card = training_pairs(*asked, progress=False)
+    again, card_again = training_pairs(*asked, progress=False)  # read back, not mined
+    assert again == pairs and card_again == card and card["data"]["max_per_source"] == {"squad": 2}
+    tables = Path(__file__).parents[3] / "training-data" / "synthetic-tables" / "examples.jsonl"
+    with pytest.raises(ValueError, match="not as asked"):
+        training_pairs(*asked, progress=False, synthetic=[tables])
+    with pytest.raises(ValueError, match="not as asked"):
+        training_pairs({"squad": 3}, *asked[1:], progress=False)
