@@ -47,7 +47,7 @@ from longscan.bench.builders import split_of
 from longscan.documents import Document, Evidence, read_file
 from longscan.progress import track
 from longscan.tables import table_context
-from longscan.training.data import contamination
+from longscan.training.data import contamination, says_something
 
 Strategy = Literal["chunk", "table", "pair", "link"]
 REFUSED_REQUEST = (400, 413, 422)  # this request cannot succeed (e.g. longer than the window)
@@ -624,19 +624,34 @@ def _linked_request(request: _Request, reply: str) -> _Request:
 
 
 def _validated(request: _Request, reply: str) -> tuple[str, list[list[int]]]:
-    """The question and the labelled lines of each chunk in a (last-stage) ``reply``."""
+    """The question and the labelled lines of each chunk in a (last-stage) ``reply``, those
+    that say nothing (a bullet, a page number, a redaction mark: the writer labels a run of
+    lines) left out.
+
+    Raises:
+        InvalidReply: the reply is malformed, or a chunk's labelled lines all say nothing.
+    """
     if request.strategy in ("chunk", "table"):
         chunk = request.chunks[0]
         if request.strategy == "table":
             question, relevant = validate_table_reply(reply, request.source.is_row(chunk))
         else:
             question, relevant = validate_chunk_reply(reply, chunk[1] - chunk[0])
-        return question, [relevant]
-    chunk_a, chunk_b = request.chunks
-    question, rel_a, rel_b = validate_two_chunk_reply(
-        reply, chunk_a[1] - chunk_a[0], chunk_b[1] - chunk_b[0]
-    )
-    return question, [rel_a, rel_b]
+        labelled = [relevant]
+    else:
+        chunk_a, chunk_b = request.chunks
+        question, rel_a, rel_b = validate_two_chunk_reply(
+            reply, chunk_a[1] - chunk_a[0], chunk_b[1] - chunk_b[0]
+        )
+        labelled = [rel_a, rel_b]
+    texts = request.source.texts
+    with_content = [
+        [i for i in indices if says_something(texts[first + i])]
+        for (first, _), indices in zip(request.chunks, labelled, strict=True)
+    ]
+    if not all(with_content):
+        raise InvalidReply("labelled lines say nothing (bullets, numbers, marks)")
+    return question, with_content
 
 
 def chunk_vectors(sources: Sequence[SourceDocument]) -> list[np.ndarray]:

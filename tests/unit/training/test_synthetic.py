@@ -495,3 +495,31 @@ def test_table_examples_are_asked_of_rows_shown_with_their_context(
     start, end = filing.spans[first + row]
     assert example.text[slice(*label)] == filing.document.text[start:end]
     assert example.strategy == "table" and stats.kept["table"] == 1
+
+
+BULLETED = (  # lines as a filing's flattened list has them: a bullet and a page number alone
+    "Risk Factors\n\n•\n\nOur revenue depends on a few large customers in the United States."
+    "\n\n•\n\nA loss of any of them would reduce our sales and profits.\n\n21\n\n"
+    "We face competition from larger firms with more resources than ours.\n"
+)
+
+
+def test_labelled_lines_that_say_nothing_are_left_out_or_the_reply_dropped(scripted) -> None:
+    source = syn.SourceDocument(Document("risks", BULLETED), 7)
+    assert (source.texts[1], source.texts[3], source.texts[5]) == ("•", "•", "21")
+    settings = syn.SynthSettings(chunk_sentences=7, min_tokens=10, max_tokens=400)
+    replies = ['{"question": "Who does revenue depend on?", "relevant": [1, 2]}',
+               '{"question": "What would a lost customer cost?", "relevant": [3, 4, 5]}',
+               '{"question": "What page is this on?", "relevant": [5]}']  # fmt: skip
+    examples, stats = [], syn.SynthStats()
+    for reply in replies:
+        _, client = scripted([(200, completion_body(reply), 0)])
+        request = syn.plan([source], "chunk", 1, settings)[0]
+        examples += syn.generate(client, [request], settings, stats)
+    assert [[example.text[a:b] for a, b in example.labels] for example in examples] == [
+        [source.texts[2]],
+        [source.texts[4]],
+    ]
+    assert stats.as_dict()["chunk"]["dropped"] == {
+        "labelled lines say nothing (bullets, numbers, marks)": 1
+    }
