@@ -190,7 +190,7 @@ def mine_pairs(
     return pairs, pair_counts(pairs)
 
 
-SYNTHETIC_DENSE_POOL = 50  # BM25's best units a synthetic example's dense negatives come from
+SYNTHETIC_DENSE_POOL = 20  # BM25's best units a synthetic example's dense negatives come from
 
 
 def mine_synthetic_pairs(
