@@ -433,7 +433,7 @@ def write_model_card(directory: Path, card: dict[str, Any], adapter: AdapterConf
     recipe = card["recipe"]
     heading = "the heading above it, " if adapter.headings else ""
     limits = data.get("max_per_source", {})
-    options = [f"--{name} {limits.get(name, 0)}" for name in SOURCES if name not in limits]
+    options = [f"--{name} 0" for name in SOURCES if name not in limits]
     options += [f"--{name} {limit}" for name, limit in limits.items() if limit is not None]
     options += [f"--synthetic {path}" for path in data.get("synthetic", [])]
     head = "a fresh one-logit head"
@@ -544,7 +544,7 @@ def training_pairs(
             mined = {**mined, "recorded": False}
         elif {k: record.get(k) for k in asked} != asked:
             raise ValueError(
-                f"{pairs_cache} holds pairs mined as {record}, not as asked ({mined}): "
+                f"{pairs_cache} holds pairs mined as {record}, not as asked ({asked}): "
                 "name another --pairs-cache"
             )
         else:

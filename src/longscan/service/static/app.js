@@ -145,11 +145,11 @@ function fillBlock(block) {
     const covers = (range) => range.from <= start && range.to >= end;
     const covering = inside.filter(covers);
     const inContext = context.some(covers);
+    if (!covering.length && !inContext) {
+      parts.push(text);
+      continue;
+    }
     if (!covering.length) {
-      if (!inContext) {
-        parts.push(text);
-        continue;
-      }
       const mark = document.createElement("mark");
       mark.className = "context";
       mark.textContent = text;
