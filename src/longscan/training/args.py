@@ -8,6 +8,7 @@ from typing import Any
 from longscan.encoders.contextual import DEFAULT_WINDOW_TOKENS
 from longscan.encoders.minilm import DEFAULT_ENCODER
 from longscan.models.config import ScannerConfig
+from longscan.training.data import DECONTAMINATION_THRESHOLD
 
 LENGTHS_WORDS = (1_500, 3_800, 7_700)
 """Training documents of about 2k/5k/10k tokens, the paper's mix (1.3 tokens a word)."""
@@ -63,7 +64,7 @@ class TrainingArgs:
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0
-    decontamination_threshold: float = 0.01
+    decontamination_threshold: float = DECONTAMINATION_THRESHOLD
     seed: int = 0
     threads: int = 2
     synthetic: tuple[str, ...] = ()

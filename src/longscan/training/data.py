@@ -15,10 +15,10 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 EVALUATION_ONLY = ("leval-coursera", "leval-financial", "loong")
+# a training document sharing more than this share of its sentences with evaluation text is
+# dropped (the single-pass scanning paper's rule); every reader's data follows it
+DECONTAMINATION_THRESHOLD = 0.01
 _SPACES = re.compile(r"\s+")
 
 
@@ -238,7 +241,7 @@ def build_training_set(
     seeds: Sequence[int],
     max_per_source: int,
     fingerprints: set[bytes] | None = None,
-    threshold: float = 0.01,
+    threshold: float = DECONTAMINATION_THRESHOLD,
     data_dir: str | None = None,
     progress: bool = True,
     sentence_support: bool = False,
@@ -367,11 +370,42 @@ def synthetic_labels(example: SyntheticExample) -> tuple[Document, np.ndarray]:
     return document, labels
 
 
+SyntheticDrop = Literal["without_content", "contaminated"]
+
+
+def usable_synthetic(
+    examples: Iterable[SyntheticExample],
+    fingerprints: set[bytes] | None = None,
+    threshold: float = DECONTAMINATION_THRESHOLD,
+    dropped: Callable[[SyntheticExample, SyntheticDrop], None] | None = None,
+) -> Iterator[tuple[SyntheticExample, Document, np.ndarray]]:
+    """The examples every reader may learn from, with their documents and labels
+    (``synthetic_labels``): one whose labelled lines all say nothing, or whose span shares
+    more than ``threshold`` of its sentences with evaluation text, is passed to ``dropped``
+    instead. A span several examples share is checked once."""
+    contaminated: dict[str, bool] = {}
+    for example in examples:
+        document, labels = synthetic_labels(example)
+        reason: SyntheticDrop | None = None
+        if not labels.any():
+            reason = "without_content"
+        elif fingerprints is not None:
+            key = document.content_hash
+            if key not in contaminated:
+                contaminated[key] = contamination(document, fingerprints) > threshold
+            if contaminated[key]:
+                reason = "contaminated"
+        if reason is None:
+            yield example, document, labels
+        elif dropped is not None:
+            dropped(example, reason)
+
+
 def synthetic_training_set(
     encoder: ContextualSentenceEncoder,
     examples: Sequence[SyntheticExample],
     fingerprints: set[bytes] | None = None,
-    threshold: float = 0.01,
+    threshold: float = DECONTAMINATION_THRESHOLD,
     progress: bool = True,
     cache: EmbeddingCache | None = None,
 ) -> TrainingSet:
@@ -389,27 +423,24 @@ def synthetic_training_set(
     documents: dict[str, int] = {}
     doc_list: list[Document] = []
     rows: list[tuple[str, int, np.ndarray, str]] = []
-    for example in examples:
-        document, labels = synthetic_labels(example)
-        counts = manifest["sources"].setdefault(
+
+    def counts(example: SyntheticExample) -> dict[str, int]:
+        return manifest["sources"].setdefault(
             f"synthetic/{example.strategy}", {"kept": 0, "dropped": 0}
         )
-        if not labels.any():  # every labelled unit was a bullet or a number
-            counts["dropped"] += 1
-            manifest["dropped_without_content"] += 1
-            manifest["dropped_ids"].append(example.id)
-            continue
+
+    def dropped(example: SyntheticExample, reason: SyntheticDrop) -> None:
+        counts(example)["dropped"] += 1
+        manifest[f"dropped_{reason}"] += 1
+        manifest["dropped_ids"].append(example.id)
+
+    for example, document, labels in usable_synthetic(examples, fingerprints, threshold, dropped):
         index = documents.get(document.content_hash)
         if index is None:
-            if fingerprints is not None and contamination(document, fingerprints) > threshold:
-                counts["dropped"] += 1
-                manifest["dropped_contaminated"] += 1
-                manifest["dropped_ids"].append(example.id)
-                continue
             index = documents[document.content_hash] = len(doc_list)
             doc_list.append(document)
         rows.append((example.question, index, labels, f"synthetic/{example.strategy}"))
-        counts["kept"] += 1
+        counts(example)["kept"] += 1
     return _assemble(encoder, doc_list, rows, manifest, "synthetic", progress, cache)
 
 

@@ -32,6 +32,13 @@ from longscan.evaluation.gold import gold_unit_labels
 from longscan.progress import track
 from longscan.rerankers.cross_encoder import base_cross_encoder, join_hop, sentence_in_context
 from longscan.retrievers.bm25 import build_index, tokenize
+from longscan.training.data import (
+    DECONTAMINATION_THRESHOLD,
+    CleanParagraphs,
+    SyntheticDrop,
+    evaluation_fingerprints,
+    usable_synthetic,
+)
 from longscan.training.finetune import (
     add_lora,
     dataset_class,
@@ -199,7 +206,7 @@ def mine_synthetic_pairs(
     config: MiningConfig = MiningConfig(),
     seed: int = 0,
     fingerprints: set[bytes] | None = None,
-    threshold: float = 0.01,
+    threshold: float = DECONTAMINATION_THRESHOLD,
     progress: bool = True,
 ) -> tuple[list[Pair], dict[str, int]]:
     """First-round pairs of ``longscan synth`` examples over their own spans, labelled as the
@@ -207,22 +214,19 @@ def mine_synthetic_pairs(
     positive), and the examples dropped by reason. An example sharing more than ``threshold`` of
     its sentences with evaluation text (``fingerprints``) is dropped, as in the scanner's data.
     No second round: a chunk example's labelled lines are one passage, not two hops."""
-    from longscan.training.data import contamination, synthetic_labels
-
     mining = replace(config, dense_pool=config.dense_pool or SYNTHETIC_DENSE_POOL)
     miner = _Miner(_VectorCache(encoder), mining, random.Random(f"{seed}/synthetic"))
     pairs: list[Pair] = []
     dropped = {"without_content": 0, "contaminated": 0}
-    for example in track(examples, "mining synthetic pairs", enabled=progress):
-        document, labels = synthetic_labels(example)
-        if not labels.any():
-            dropped["without_content"] += 1
-        elif fingerprints is not None and contamination(document, fingerprints) > threshold:
-            dropped["contaminated"] += 1
-        else:
-            gold = set(np.flatnonzero(labels).tolist())
-            source = f"synthetic/{example.strategy}"
-            pairs += miner.document_pairs(document, example.question, gold, source, False)
+
+    def count(_: SyntheticExample, reason: SyntheticDrop) -> None:
+        dropped[reason] += 1
+
+    read = track(examples, "mining synthetic pairs", enabled=progress)
+    for example, document, labels in usable_synthetic(read, fingerprints, threshold, count):
+        gold = set(np.flatnonzero(labels).tolist())
+        source = f"synthetic/{example.strategy}"
+        pairs += miner.document_pairs(document, example.question, gold, source, False)
     return pairs, dropped
 
 
@@ -242,8 +246,6 @@ def training_sources(
     the datasets chose those distractors to resemble the gold ones, the hardest negatives a
     question has, and encoding them alone keeps mining within minutes here. Paragraphs
     sharing a sentence with evaluation data (``fingerprints``) are never drawn."""
-    from longscan.training.data import CleanParagraphs
-
     keep = CleanParagraphs(fingerprints) if fingerprints is not None else None
     sources: list[tuple[str, list[QAItem]]] = []
     for name, limit in max_per_source.items():
@@ -526,7 +528,6 @@ def training_pairs(
         ValueError: ``pairs_cache`` records other sources or files than those asked for.
     """
     from longscan.encoders.minilm import get_encoder
-    from longscan.training.data import evaluation_fingerprints
     from longscan.training.synthetic import read_examples
 
     mined = {

@@ -47,7 +47,7 @@ from longscan.bench.builders import split_of
 from longscan.documents import Document, Evidence, read_file
 from longscan.progress import track
 from longscan.tables import table_context
-from longscan.training.data import contamination, says_something
+from longscan.training.data import DECONTAMINATION_THRESHOLD, contamination, says_something
 
 Strategy = Literal["chunk", "table", "pair", "link"]
 REFUSED_REQUEST = (400, 413, 422)  # this request cannot succeed (e.g. longer than the window)
@@ -566,7 +566,7 @@ def generate(
     settings: SynthSettings,
     stats: SynthStats,
     fingerprints: set[bytes] | None = None,
-    threshold: float = 0.01,
+    threshold: float = DECONTAMINATION_THRESHOLD,
     after_each: Callable[[SynthStats], None] | None = None,
 ) -> Iterator[SyntheticExample]:
     """Call the LLM for each planned request, validate, cut, decontaminate; yield examples.

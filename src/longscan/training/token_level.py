@@ -128,6 +128,7 @@ def dataset_rows(
     """Train-split items of the shared datasets, decontaminated as the sentence scanner's."""
     from longscan.evaluation.gold import gold_unit_labels
     from longscan.training.data import (
+        DECONTAMINATION_THRESHOLD,
         CleanParagraphs,
         contamination,
         evaluation_fingerprints,
@@ -144,7 +145,7 @@ def dataset_rows(
                     dataset, "train", words, seed, max_per_source, data_dir, keep
                 ):
                     (document,) = item.documents
-                    if contamination(document, fingerprints) > 0.01:
+                    if contamination(document, fingerprints) > DECONTAMINATION_THRESHOLD:
                         continue
                     labels = gold_unit_labels(item)[document.id].astype(np.float32)
                     if labels.sum():
@@ -161,19 +162,14 @@ def examples_key(tokenizer_sha256: str, settings: dict[str, Any]) -> str:
 def synthetic_rows(paths: Sequence[Path]) -> list[LabelledDocument]:
     """``longscan synth`` examples (rebuilt from their sources), decontaminated like
     the sentence scanner's."""
-    from longscan.training.data import contamination, evaluation_fingerprints, synthetic_labels
+    from longscan.training.data import evaluation_fingerprints, usable_synthetic
     from longscan.training.synthetic import read_examples
 
     if not paths:
         return []
-    fingerprints = evaluation_fingerprints(corpus=True)
-    rows = []
-    for path in paths:
-        for example in read_examples(Path(path)):
-            document, labels = synthetic_labels(example)
-            if labels.sum() and contamination(document, fingerprints) <= 0.01:
-                rows.append((example.question, document, labels))
-    return rows
+    examples = [example for path in paths for example in read_examples(Path(path))]
+    clean = usable_synthetic(examples, evaluation_fingerprints(corpus=True))
+    return [(example.question, document, labels) for example, document, labels in clean]
 
 
 def cached_examples(
