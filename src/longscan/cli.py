@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from longscan.answering.llm import LLMClient, LLMConfig
     from longscan.bench.qa import QARun
     from longscan.documents import Document, Evidence
+    from longscan.rerankers.abstention import Judge
 
 # Control characters (C0 but tab and newline, DEL, C1) as visible \xNN escapes.
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (9, 10)}
@@ -1244,6 +1245,61 @@ def synth_pack(
         f"packed {len(packed)} examples into {out}; left out {len(repeated)} repeated",
         highlight=False,
     )
+
+
+@app.command(name="synth-agree")
+def synth_agree(
+    examples: Annotated[
+        list[Path], typer.Argument(help="JSONL files written by `longscan synth` or `synth-pack`.")
+    ],
+    out: Annotated[Path, typer.Option(help="JSONL to write: the lines the reader agrees with.")],
+    max_rank: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Keep an example when a labelled line is among the reader's first N of its "
+            "chunk's lines.",
+        ),
+    ] = 1,
+    reranker: Annotated[
+        Path | None,
+        typer.Option(help="Re-scorer folder that reads (default: the shipped one)."),
+    ] = None,
+    sources: Annotated[
+        Path | None,
+        typer.Option(help="Folder holding the examples' source files (default: train-docs/)."),
+    ] = None,
+) -> None:
+    """Keep the synthetic examples whose labels a reader agrees with (InPars' filter): the
+    re-scorer ranks the lines of the chunk the writer was shown, and an example is kept when
+    a labelled line is among its first --max-rank. Kept lines are copied unchanged; the
+    counts, every example's rank and the reader's SHA-256 go to OUT.report.json."""
+    from longscan.training.agreement import filter_examples
+
+    try:
+        judge = _judge(reranker)
+        kept, report = filter_examples(examples, judge, max_rank, sources)
+    except (FileNotFoundError, ValueError) as error:
+        raise _fail(str(error)) from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    out.with_name(out.name + ".report.json").write_text(report.to_json() + "\n", "utf-8")
+    dropped = sum(sum(reasons.values()) for reasons in report.dropped.values())
+    console.print(
+        f"kept {len(kept)} examples in {out}; dropped {dropped}: {report.dropped}",
+        highlight=False,
+    )
+
+
+def _judge(reranker: Path | None) -> Judge:
+    """The re-scorer that reads: the shipped one (through ONNX on a CPU), or a folder's."""
+    if reranker is None:
+        from longscan.rerankers.abstention import shipped_judge
+
+        return shipped_judge()
+    from longscan.rerankers.cross_encoder import CrossEncoderReranker
+
+    return CrossEncoderReranker.load(reranker)
 
 
 @app.command(name="llm-serve")

@@ -36,7 +36,10 @@ JUDGED_SENTENCES = 24
 
 
 class Judge(Protocol):
-    """A cross-encoder: how it reads a sentence, and its scores of (query, passage) pairs."""
+    """A cross-encoder: how it reads a sentence, and its scores of (query, passage) pairs;
+    ``digest`` names its adapter weights."""
+
+    digest: str
 
     def passage(self, document: Document, index: int) -> str: ...
 

@@ -1,0 +1,117 @@
+"""The agreement filter over real synthetic examples: the lines it ranks are the chunk the
+writer was shown, it keeps an example exactly when a labelled line is among the reader's
+first ``max_rank``, copies kept lines unchanged and counts the rest."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from longscan.documents import Document, read_file
+from longscan.training.agreement import (
+    DISAGREES,
+    agreement,
+    chunk_lines,
+    filter_examples,
+)
+from longscan.training.data import synthetic_labels
+from longscan.training.synthetic import parse_examples
+
+TABLES = Path(__file__).parents[3] / "training-data" / "synthetic-tables" / "examples.jsonl"
+
+
+def _lines(count: int) -> list[str]:
+    return TABLES.read_text(encoding="utf-8").splitlines()[:count]
+
+
+class _Favours:
+    """A reader that scores one line's text above every other (so its choice is known)."""
+
+    digest = "favours"
+
+    def __init__(self, favourite: str) -> None:
+        self.favourite = favourite
+
+    def passage(self, document: Document, index: int) -> str:
+        start, end = document.sentences[index]
+        return document.text[start:end]
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        return np.array([float(p == self.favourite) for p in passages], np.float32)
+
+
+def test_the_ranked_lines_are_the_chunk_the_writer_was_shown(data_dir: Path) -> None:
+    examples = parse_examples("\n".join(_lines(5)), str(TABLES), data_dir / "train-docs")
+    for example in examples:
+        source = read_file(data_dir / "train-docs" / example.source_id)
+        document = Document(example.id, example.text)
+        lines = chunk_lines(example, document, source)
+        ((first, last),) = example.chunks
+        shown = [source.text[a:b] for a, b in source.sentences[first:last].tolist()]
+        spans = document.sentences
+        assert [document.text[spans[i][0] : spans[i][1]] for i in lines] == shown
+        labelled = {(int(a), int(b)) for a, b in example.labels}
+        assert labelled <= {tuple(int(v) for v in spans[i]) for i in lines}
+
+
+def test_an_example_is_kept_exactly_when_the_reader_ranks_a_label_first(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    (line,) = _lines(1)
+    (example,) = parse_examples(line, str(TABLES), data_dir / "train-docs")
+    document, labels = synthetic_labels(example)
+    source = read_file(data_dir / "train-docs" / example.source_id)
+    texts = document.sentence_texts()
+    labelled = [texts[i] for i in np.flatnonzero(labels)]
+    others = [texts[i] for i in chunk_lines(example, document, source) if texts[i] not in labelled]
+    path = tmp_path / "one.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+
+    agrees = _Favours(labelled[-1])
+    assert agreement(example, source, agrees).rank == 1
+    kept, report = filter_examples([path], agrees, sources=data_dir / "train-docs")
+    assert kept == [line]  # byte for byte: a packed line stays packed
+    assert report.kept == {"table": 1} and report.dropped == {}
+
+    disagrees = _Favours(others[0])
+    verdict = agreement(example, source, disagrees)
+    assert verdict.rank == 2 and verdict.lines == len(others) + len(labelled)
+    kept, report = filter_examples([path], disagrees, sources=data_dir / "train-docs")
+    assert kept == [] and report.dropped == {"table": {DISAGREES: 1}}
+    assert report.ranks == {example.id: 2}
+    kept, _ = filter_examples([path], disagrees, max_rank=2, sources=data_dir / "train-docs")
+    assert kept == [line]
+    with pytest.raises(ValueError, match="max_rank"):
+        filter_examples([path], disagrees, max_rank=0)
+
+
+def test_the_command_writes_the_kept_lines_and_a_report_with_the_shipped_reader(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """End to end with the shipped re-scorer: every example is ranked, the counts add up,
+    and the kept file reads back as examples."""
+    from typer.testing import CliRunner
+
+    from longscan.cli import app
+
+    source = tmp_path / "tables.jsonl"
+    source.write_text("\n".join(_lines(6)) + "\n", encoding="utf-8")
+    out = tmp_path / "agreed.jsonl"
+    args = ["synth-agree", str(source), "--out", str(out), "--max-rank", "2"]
+    result = CliRunner().invoke(app, [*args, "--sources", str(data_dir / "train-docs")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "agreed.jsonl.report.json").read_text(encoding="utf-8"))
+    assert len(report["ranks"]) == 6 and report["max_rank"] == 2
+    dropped = sum(sum(reasons.values()) for reasons in report["dropped"].values())
+    kept = out.read_text(encoding="utf-8").splitlines()
+    assert len(kept) == report["kept"].get("table", 0) and len(kept) + dropped == 6
+    assert len(kept) == sum(1 <= rank <= 2 for rank in report["ranks"].values())
+    assert set(kept) <= set(_lines(6))
+    parse_examples("\n".join(kept), str(out), data_dir / "train-docs")
+    absent = str(tmp_path / "none.jsonl")
+    missing = CliRunner().invoke(app, ["synth-agree", absent, "--out", str(out)])
+    assert missing.exit_code != 0 and "none.jsonl" in missing.output
