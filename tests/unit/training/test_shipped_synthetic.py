@@ -10,7 +10,7 @@ import pytest
 
 from longscan.documents import Document
 from longscan.training.data import contamination, evaluation_fingerprints
-from longscan.training.synthetic import SyntheticExample, read_examples
+from longscan.training.synthetic import SyntheticExample, parse_examples, read_examples
 
 DATA = Path(__file__).parents[3] / "training-data"
 SHIPPED = DATA / "synthetic-filings"
@@ -116,3 +116,37 @@ def test_labelled_bullets_of_the_shipped_examples_are_not_positives(data_dir: Pa
     assert data.manifest["dropped_without_content"] == 1 and len(data.labels) == 1
     assert data.manifest["dropped_ids"] == [bullet_only.id]  # so no count takes it as trained on
     assert all(label.sum() > 0 for label in data.labels)
+
+
+def test_every_reader_drops_the_same_synthetic_examples_and_checks_a_span_once(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``usable_synthetic`` (the scanner's data, the re-scorer's pairs, the token-level rows):
+    a contaminated span is dropped and reported with its reason, every other example comes
+    with ``synthetic_labels``' labels, and a span met again is not checked again."""
+    import numpy as np
+
+    from longscan.training import data
+    from longscan.training.data import fingerprint, synthetic_labels, usable_synthetic
+
+    path = DATA / "synthetic-tables" / "examples.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()[:3]
+    examples = parse_examples("\n".join(lines), str(path), data_dir / "train-docs")
+    dirty = examples[1]
+    fingerprints = {fingerprint(t) for t in Document(dirty.id, dirty.text).sentence_texts()}
+    checked = []
+    monkeypatch.setattr(
+        data, "contamination", lambda d, f: checked.append(d.id) or contamination(d, f)
+    )
+    dropped = []
+
+    def drop(example: SyntheticExample, reason: str) -> None:
+        dropped.append((example.id, reason))
+
+    kept = list(usable_synthetic([*examples, *examples], fingerprints, 0.01, drop))
+    assert dropped == [(dirty.id, "contaminated")] * 2
+    assert [e.id for e, _, _ in kept] == [e.id for e in examples if e is not dirty] * 2
+    for example, document, labels in kept:
+        assert np.array_equal(labels, synthetic_labels(example)[1]) and labels.any()
+        assert document.text == example.text
+    assert sorted(checked) == sorted(e.id for e in examples)  # once per span
