@@ -20,12 +20,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
-
 from longscan.documents import Document, read_file
 from longscan.progress import track
 from longscan.rerankers.abstention import Judge
-from longscan.training.data import synthetic_labels
+from longscan.training.data import says_something
 from longscan.training.synthetic import SyntheticExample, parse_examples, train_docs
 
 DEFAULT_MAX_RANK = 1  # the reader's first choice among the chunk's lines must be labelled
@@ -47,29 +45,29 @@ class Agreement:
     lines: int
 
 
-def chunk_lines(example: SyntheticExample, document: Document, source: Document) -> list[int]:
-    """Indices, in ``document`` (the example's own text), of the lines of the chunks the
-    writer was shown (``example.chunks`` counts sentences of ``source``)."""
-    spans, start = source.sentences, example.source_start
-    bounds = [
-        (int(spans[first][0]) - start, int(spans[last - 1][1]) - start)
-        for first, last in example.chunks
-    ]
-    return [
-        index
-        for index, (start, end) in enumerate(document.sentences.tolist())
-        if any(low <= start and end <= high for low, high in bounds)
-    ]
+def source_lines(example: SyntheticExample, source: Document) -> tuple[list[int], set[int]]:
+    """The lines of the chunks the writer was shown and the labelled lines that say
+    something (``says_something``), as sentence indices of ``source``: read there, each line
+    has the context the writer saw, and a source's headings and tables are found once."""
+    index = {(a, b): i for i, (a, b) in enumerate(source.sentences.tolist())}
+    start = example.source_start
+    labelled = set()
+    for a, b in example.labels:
+        if (a + start, b + start) not in index:  # the writer labelled the source's sentences
+            raise ValueError(f"{example.id}: label {a}-{b} is not a sentence of its source")
+        if says_something(example.text[a:b]):
+            labelled.add(index[(a + start, b + start)])
+    shown = [i for first, last in example.chunks for i in range(first, last)]
+    return shown, labelled
 
 
 def agreement(example: SyntheticExample, source: Document, judge: Judge) -> Agreement:
-    """The reader's rank of the example's best labelled line among its chunk's lines."""
-    document, labels = synthetic_labels(example)
-    labelled = set(np.flatnonzero(labels).tolist())
+    """The reader's rank of the example's best labelled line among its chunks' lines."""
+    shown, labelled = source_lines(example, source)
     if not labelled:
         return Agreement(example.id, example.strategy, 0, 0)
-    lines = sorted(set(chunk_lines(example, document, source)) | labelled)
-    scores = judge.score(example.question, [judge.passage(document, i) for i in lines])
+    lines = sorted(set(shown) | labelled)
+    scores = judge.score(example.question, [judge.passage(source, i) for i in lines])
     best = max(score for line, score in zip(lines, scores, strict=True) if line in labelled)
     return Agreement(example.id, example.strategy, 1 + int((scores > best).sum()), len(lines))
 

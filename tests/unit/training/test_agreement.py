@@ -1,24 +1,20 @@
-"""The agreement filter over real synthetic examples: the lines it ranks are the chunk the
-writer was shown, it keeps an example exactly when a labelled line is among the reader's
-first ``max_rank``, copies kept lines unchanged and counts the rest."""
+"""The agreement filter over real synthetic examples: it ranks the lines of the chunk the
+writer was shown, keeps an example exactly when a labelled line is among the reader's first
+``max_rank``, copies kept lines unchanged and counts the rest."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from longscan.documents import Document, read_file
-from longscan.training.agreement import (
-    DISAGREES,
-    agreement,
-    chunk_lines,
-    filter_examples,
-)
-from longscan.training.data import synthetic_labels
+from longscan.training.agreement import DISAGREES, agreement, filter_examples, source_lines
+from longscan.training.data import says_something
 from longscan.training.synthetic import parse_examples
 
 TABLES = Path(__file__).parents[3] / "training-data" / "synthetic-tables" / "examples.jsonl"
@@ -44,18 +40,20 @@ class _Favours:
         return np.array([float(p == self.favourite) for p in passages], np.float32)
 
 
-def test_the_ranked_lines_are_the_chunk_the_writer_was_shown(data_dir: Path) -> None:
+def test_the_labelled_lines_are_found_in_the_chunk_the_writer_was_shown(data_dir: Path) -> None:
     examples = parse_examples("\n".join(_lines(5)), str(TABLES), data_dir / "train-docs")
     for example in examples:
         source = read_file(data_dir / "train-docs" / example.source_id)
-        document = Document(example.id, example.text)
-        lines = chunk_lines(example, document, source)
+        shown, labelled = source_lines(example, source)
         ((first, last),) = example.chunks
-        shown = [source.text[a:b] for a, b in source.sentences[first:last].tolist()]
-        spans = document.sentences
-        assert [document.text[spans[i][0] : spans[i][1]] for i in lines] == shown
-        labelled = {(int(a), int(b)) for a, b in example.labels}
-        assert labelled <= {tuple(int(v) for v in spans[i]) for i in lines}
+        assert shown == list(range(first, last)) and labelled <= set(shown)
+        texts = source.sentence_texts()
+        assert sorted(texts[i] for i in labelled) == sorted(
+            example.text[a:b] for a, b in example.labels if says_something(example.text[a:b])
+        )
+    moved = replace(example, source_start=example.source_start + 1)
+    with pytest.raises(ValueError, match="not a sentence of its source"):
+        source_lines(moved, source)
 
 
 def test_an_example_is_kept_exactly_when_the_reader_ranks_a_label_first(
@@ -63,15 +61,14 @@ def test_an_example_is_kept_exactly_when_the_reader_ranks_a_label_first(
 ) -> None:
     (line,) = _lines(1)
     (example,) = parse_examples(line, str(TABLES), data_dir / "train-docs")
-    document, labels = synthetic_labels(example)
     source = read_file(data_dir / "train-docs" / example.source_id)
-    texts = document.sentence_texts()
-    labelled = [texts[i] for i in np.flatnonzero(labels)]
-    others = [texts[i] for i in chunk_lines(example, document, source) if texts[i] not in labelled]
+    shown, labelled = source_lines(example, source)
+    texts = source.sentence_texts()
+    others = [texts[i] for i in shown if i not in labelled]
     path = tmp_path / "one.jsonl"
     path.write_text(line + "\n", encoding="utf-8")
 
-    agrees = _Favours(labelled[-1])
+    agrees = _Favours(texts[max(labelled)])
     assert agreement(example, source, agrees).rank == 1
     kept, report = filter_examples([path], agrees, sources=data_dir / "train-docs")
     assert kept == [line]  # byte for byte: a packed line stays packed
@@ -79,7 +76,7 @@ def test_an_example_is_kept_exactly_when_the_reader_ranks_a_label_first(
 
     disagrees = _Favours(others[0])
     verdict = agreement(example, source, disagrees)
-    assert verdict.rank == 2 and verdict.lines == len(others) + len(labelled)
+    assert verdict.rank == 2 and verdict.lines == len(shown)
     kept, report = filter_examples([path], disagrees, sources=data_dir / "train-docs")
     assert kept == [] and report.dropped == {"table": {DISAGREES: 1}}
     assert report.ranks == {example.id: 2}
