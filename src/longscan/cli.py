@@ -141,6 +141,10 @@ LLMUrl = Annotated[str | None, LLM_URL_OPTION]
 LLMModel = Annotated[str | None, LLM_MODEL_OPTION]
 LLMConfigFile = Annotated[Path | None, LLM_CONFIG_OPTION]
 LocalLLM = Annotated[bool, typer.Option("--local", help="Start the small local model and use it.")]
+SourcesFolder = Annotated[
+    Path | None,
+    typer.Option(help="Folder holding the examples' source files (default: train-docs/)."),
+]
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -1197,10 +1201,7 @@ def synth_pack(
         list[Path], typer.Argument(help="JSONL files written by `longscan synth`.")
     ],
     out: Annotated[Path, typer.Option(help="Packed JSONL to write (no document text).")],
-    sources: Annotated[
-        Path | None,
-        typer.Option(help="Folder holding the examples' source files (default: train-docs/)."),
-    ] = None,
+    sources: SourcesFolder = None,
     stats: Annotated[
         Path | None,
         typer.Option(
@@ -1265,10 +1266,7 @@ def synth_agree(
         Path | None,
         typer.Option(help="Re-scorer folder that reads (default: the shipped one)."),
     ] = None,
-    sources: Annotated[
-        Path | None,
-        typer.Option(help="Folder holding the examples' source files (default: train-docs/)."),
-    ] = None,
+    sources: SourcesFolder = None,
 ) -> None:
     """Keep the synthetic examples whose labels a reader agrees with (InPars' filter): the
     re-scorer ranks the lines of the chunk the writer was shown, and an example is kept when
