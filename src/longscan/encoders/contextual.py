@@ -25,7 +25,13 @@ import numpy as np
 
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, spans_digest
-from longscan.encoders.minilm import SentenceEncoder, get_encoder, unit_rows, without_adapter
+from longscan.encoders.minilm import (
+    SentenceEncoder,
+    cache_name,
+    get_encoder,
+    unit_rows,
+    without_adapter,
+)
 from longscan.tables import context_texts, rules_digest
 
 DEFAULT_WINDOW_TOKENS = 256  # MiniLM was trained at 256 tokens or fewer
@@ -119,7 +125,8 @@ class ContextualSentenceEncoder:
         """The document's text, units and encoder; with ``table_context`` also the table
         rules, which decide what each row reads, so vectors cached under other rules are
         not reused. Cheap: a re-query finds its vectors without reading any table."""
-        parts = ["contextual", self.name, document.content_hash, spans_digest(document.sentences)]
+        name = self.name.replace(self.encoder.name, cache_name(self.encoder.name), 1)
+        parts = ["contextual", name, document.content_hash, spans_digest(document.sentences)]
         if self.table_context:
             parts.append(rules_digest())
         return EmbeddingCache.key(*parts)

@@ -34,6 +34,7 @@ DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 EMBEDDING_DIM = 384
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 QUANTIZED = "+int8"  # the int8 export's vectors differ, so it has its own name
+ROW_BY_ROW = "/row-by-row"  # the int8 vectors' cache tag (``cache_name``)
 ADAPTER_DIGEST = re.compile(r"\+[0-9a-f]{16}(?=\+|$)")  # an adapter's hash in an encoder's name
 
 
@@ -180,6 +181,13 @@ def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> Sent
     return _loaded_encoder(name, adapter, chosen_runtime())
 
 
+def cache_name(name: str) -> str:
+    """The name encoder ``name``'s vectors are cached under: the int8 encoder reads each row
+    alone (``OnnxBert.row_by_row``) since stop 40, so its vectors never mix with those that
+    earlier versions cached from whole batches."""
+    return name + ROW_BY_ROW if name.endswith(QUANTIZED) else name
+
+
 def without_adapter(name: str) -> str:
     """``name`` without an adapter's hash (``all-MiniLM-L6-v2+<hash>+int8`` →
     ``all-MiniLM-L6-v2+int8``): the name ``get_encoder`` takes beside the adapter itself."""
@@ -203,7 +211,7 @@ def _loaded_encoder(name: str, adapter: str | None, runtime: str) -> SentenceEnc
 
             _, digest = checked_adapter_config(adapter_path, rebuild=REBUILD_ADAPTER)
             name = f"{name}+{digest[:16]}"
-        body = OnnxBert(onnx_export(quantized, adapter_path))
+        body = OnnxBert(onnx_export(quantized, adapter_path), row_by_row=quantized)
     else:
         body = TorchBert.packaged()
         if adapter_path is not None:

@@ -11,7 +11,7 @@ import numpy as np
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, default_cache_dir, spans_digest
 from longscan.encoders.external import TextEncoder
-from longscan.encoders.minilm import DEFAULT_ENCODER, get_encoder
+from longscan.encoders.minilm import DEFAULT_ENCODER, cache_name, get_encoder
 from longscan.retrievers.base import Retriever, UnitKind, Units
 
 
@@ -57,7 +57,11 @@ class DenseRetriever(Retriever):
             selected = np.flatnonzero(units.doc_index == index)
             spans = units.spans[selected]
             key = EmbeddingCache.key(
-                "dense", self.encoder_name, self.unit, document.content_hash, spans_digest(spans)
+                "dense",
+                cache_name(self.encoder_name),
+                self.unit,
+                document.content_hash,
+                spans_digest(spans),
             )
             vectors = self.cache.get(key)
             if vectors is None:

@@ -109,6 +109,25 @@ def test_int8_ranks_sentences_as_the_reference_does(data_dir: Path) -> None:
     assert np.mean(overlaps) >= 9 and min(overlaps) >= 8, overlaps
 
 
+def test_int8_vectors_do_not_depend_on_what_was_encoded_before(filing_path: Path) -> None:
+    """The int8 export quantises activations per tensor, so a batch's other rows and padding
+    moved a sentence's vector; read row by row, a sentence gets one vector alone or in any
+    batch, and a filing the same vectors whether part of it was encoded before or not."""
+    from longscan.documents import Document, read_file
+
+    small = get_encoder(DEFAULT_ENCODER + "+int8")
+    filing = read_file(filing_path)
+    texts = filing.sentence_texts()[:40]
+    alone = np.stack([small.encode([text])[0] for text in texts[:8]])
+    np.testing.assert_array_equal(small.encode(texts)[:8], alone)
+    np.testing.assert_array_equal(small.encode(texts[:8][::-1])[::-1], alone)
+
+    fresh = ContextualSentenceEncoder(small, table_context=True).encode_document(filing)
+    warm = ContextualSentenceEncoder(small, paragraph_cache_size=10_000, table_context=True)
+    warm.encode_document(Document("first half", filing.text[: len(filing.text) // 2]))
+    np.testing.assert_array_equal(warm.encode_document(filing), fresh)
+
+
 def test_a_damaged_export_is_made_again_not_run(tmp_path: Path, caplog) -> None:
     path = onnx_export(quantized=True, cache_dir=tmp_path)
     words = WordPieces(packaged_model_dir())
