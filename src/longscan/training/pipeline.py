@@ -18,7 +18,7 @@ from longscan.bench.builders import split_of
 from longscan.encoders.adapter import WEIGHTS_FILE
 from longscan.encoders.cache import EmbeddingCache, file_sha256
 from longscan.encoders.contextual import ContextualSentenceEncoder
-from longscan.encoders.minilm import get_encoder
+from longscan.encoders.minilm import cache_name, get_encoder
 from longscan.models.scanner import ScannerEnsemble
 from longscan.scanning import features as features_module
 from longscan.scanning.checkpoint import save_checkpoint
@@ -51,7 +51,7 @@ def _data_key(args: TrainingArgs) -> str:
         args.decontamination_threshold,
         DEV_EXAMPLES_PER_SOURCE,
         args.sentence_labels,
-        args.encoder,
+        cache_name(args.encoder),  # int8 vectors read row by row since stop 40
         args.context_tokens,
         args.table_context,
         args.evidence_first,
