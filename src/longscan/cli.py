@@ -1251,7 +1251,7 @@ def synth_pack(
 @app.command(name="synth-agree")
 def synth_agree(
     examples: Annotated[
-        list[Path], typer.Argument(help="JSONL files written by `longscan synth` or `synth-pack`.")
+        list[Path], typer.Argument(help="JSONL files written by `longscan synth-pack`.")
     ],
     out: Annotated[Path, typer.Option(help="JSONL to write: the lines the reader agrees with.")],
     max_rank: Annotated[

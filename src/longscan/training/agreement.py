@@ -4,11 +4,11 @@ The 1.5B writer labels the wrong lines of a table about one question in three (3
 table examples read by hand were answerable from their labels): asked about the automotive
 market, it labels the Gaming row. A scanner trained on that learns to answer with a
 neighbouring row. The writer saw a chunk of about twelve lines and labelled some of them.
-A reader that ranks the chunk's lines for the question (the shipped cross-encoder, reading
-each line in its context, a table row with its title and header) agrees when a labelled
-line is among its first ``max_rank``. InPars keeps only the written questions its
-re-ranker scores highest; here an example the reader disagrees with is left out. The rule
-looks only at ranks within the example's own chunk: nothing of any benchmark.
+A reader that ranks the chunk's lines for the question (by default the shipped
+cross-encoder, reading each line in its context, a table row with its title and header)
+agrees when a labelled line is among its first ``max_rank``. InPars keeps only the written
+questions its re-ranker scores highest; here an example the reader disagrees with is left
+out. The rule looks only at ranks within the example's own chunk: nothing of any benchmark.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Agreement:
 
     Attributes:
         rank: 1 + the chunk's lines the reader scores above every labelled line; 0 when no
-            labelled line says something (``synthetic_labels``), so there is nothing to rank.
+            labelled line says something (``says_something``), so there is nothing to rank.
         lines: The lines ranked (the chunks' lines, and any labelled line outside them).
     """
 
@@ -111,12 +111,14 @@ def filter_examples(
     sources: Path | None = None,
     progress: bool = True,
 ) -> tuple[list[str], FilterReport]:
-    """The JSONL lines of ``paths`` whose examples the reader agrees with (unchanged, so a
-    packed line stays packed), and the report. A line is read, checked and rebuilt from its
-    source as ``read_examples`` does.
+    """The JSONL lines of ``paths`` whose examples the reader agrees with (unchanged), and
+    the report. The lines must be packed (``synth-pack``): a packed line names its source
+    file, where the chunk's lines are read; it is checked and rebuilt from that source as
+    ``read_examples`` does.
 
     Raises:
-        ValueError: ``max_rank`` below 1, or a line that is not a valid example.
+        ValueError: ``max_rank`` below 1, a line that is not a valid example, or one that
+            carries its text instead of its source's path.
     """
     if max_rank < 1:
         raise ValueError(f"max_rank must be at least 1, got {max_rank}")
@@ -128,6 +130,12 @@ def filter_examples(
         inputs.append({"path": str(path), "sha256": hashlib.sha256(text.encode()).hexdigest()})
         lines = [line for line in text.split("\n") if line.strip()]
         examples = parse_examples("\n".join(lines), str(path), sources)
+        for number, line in enumerate(lines, start=1):
+            if "source" not in json.loads(line):
+                raise ValueError(
+                    f"{path}:{number}: not packed; run `longscan synth-pack` first, so the "
+                    "example names its source file"
+                )
         entries += zip(lines, examples, strict=True)
     kept_lines: list[str] = []
     kept: Counter[str] = Counter()

@@ -84,6 +84,10 @@ def test_an_example_is_kept_exactly_when_the_reader_ranks_a_label_first(
     assert kept == [line]
     with pytest.raises(ValueError, match="max_rank"):
         filter_examples([path], disagrees, max_rank=0)
+    unpacked = tmp_path / "unpacked.jsonl"
+    unpacked.write_text(example.to_json() + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="unpacked.jsonl:1: not packed"):
+        filter_examples([unpacked], agrees, sources=data_dir / "train-docs")
 
 
 def test_the_command_writes_the_kept_lines_and_a_report_with_the_shipped_reader(
