@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from longscan.answering.llm import LLMClient, LLMConfig
     from longscan.bench.qa import QARun
     from longscan.documents import Document, Evidence
-    from longscan.rerankers.abstention import Judge
 
 # Control characters (C0 but tab and newline, DEL, C1) as visible \xNN escapes.
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (9, 10)}
@@ -1272,10 +1271,12 @@ def synth_agree(
     re-scorer ranks the lines of the chunk the writer was shown, and an example is kept when
     a labelled line is among its first --max-rank. Kept lines are copied unchanged; the
     counts, every example's rank and the reader's SHA-256 go to OUT.report.json."""
+    from longscan.rerankers.abstention import shipped_judge
+    from longscan.rerankers.cross_encoder import get_reranker
     from longscan.training.agreement import filter_examples
 
     try:
-        judge = _judge(reranker)
+        judge = shipped_judge() if reranker is None else get_reranker(str(reranker))
         kept, report = filter_examples(examples, judge, max_rank, sources)
     except (FileNotFoundError, ValueError) as error:
         raise _fail(str(error)) from None
@@ -1287,17 +1288,6 @@ def synth_agree(
         f"kept {len(kept)} examples in {out}; dropped {dropped}: {report.dropped}",
         highlight=False,
     )
-
-
-def _judge(reranker: Path | None) -> Judge:
-    """The re-scorer that reads: the shipped one (through ONNX on a CPU), or a folder's."""
-    if reranker is None:
-        from longscan.rerankers.abstention import shipped_judge
-
-        return shipped_judge()
-    from longscan.rerankers.cross_encoder import CrossEncoderReranker
-
-    return CrossEncoderReranker.load(reranker)
 
 
 @app.command(name="llm-serve")

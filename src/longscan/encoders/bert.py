@@ -184,7 +184,8 @@ class OnnxBert:
 
     Args:
         path: The exported ``.onnx`` file (see ``onnx_export``).
-        threads: Intra-op threads (``None``: ``default_threads()``).
+        threads: Intra-op threads (``None``: ``default_threads()``); with ``row_by_row``,
+            the rows run at once (each session run on one thread).
         row_by_row: Run each row of a batch alone, without its padding. The int8 export
             quantises activations with one scale per tensor, so a row's states depend on
             the other rows and the padding of its batch (a sentence's vector moved by up to
