@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -111,3 +113,36 @@ def test_word_chunks_cover_every_word_once(novel: Document) -> None:
 def test_unknown_segmenter_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown segmenter"):
         segment("Some text.", segmenter="nope")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(unicode_text, sentence_like).filter(lambda text: text != ""))
+def test_blingfire_spans_equal_its_wrappers_character_offsets(text: str) -> None:
+    """The byte-to-character mapping done with numpy gives the offsets blingfire's own
+    Python wrapper gives, for any text (multi-byte characters, emoji, blank lines)."""
+    import blingfire
+
+    from longscan.segment import _blingfire_spans
+
+    _, offsets = blingfire.text_to_sentences_and_offsets(text)
+    assert _blingfire_spans(text) == [(int(a), int(b)) for a, b in offsets]
+
+
+def test_blingfire_spans_of_a_real_report_equal_its_wrappers(data_dir: Path) -> None:
+    """A Loong report with curly quotes, dashes and paragraphs of zero-width spaces, where
+    blingfire's last offset ends inside a character (its wrapper then ends at the text's end)."""
+    import blingfire
+
+    from longscan.segment import _blingfire_spans
+
+    path = (
+        data_dir / "corpus" / "loong-docs" / "financial" / "2024-ClearSign Technologies Corp-j.txt"
+    )
+    text = path.read_text(encoding="utf-8")
+    paragraphs = [text[a:b] for a, b in paragraph_spans(text)]
+    assert any(not p.isascii() for p in paragraphs) and any(
+        p.strip("\u200b ") == "" for p in paragraphs
+    )
+    for paragraph in paragraphs:
+        _, offsets = blingfire.text_to_sentences_and_offsets(paragraph)
+        assert _blingfire_spans(paragraph) == [(int(a), int(b)) for a, b in offsets]
