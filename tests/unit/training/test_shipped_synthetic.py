@@ -4,6 +4,7 @@ and none sharing more than 1% of its sentences with any evaluation document."""
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,18 @@ DATA = Path(__file__).parents[3] / "training-data"
 SHIPPED = DATA / "synthetic-filings"
 
 
+@cache
+def shipped_examples(folder: str, data_dir: Path) -> list[SyntheticExample]:
+    """A committed file read once for the module (rebuilding 2,636 examples takes seconds)."""
+    return read_examples(DATA / folder / "examples.jsonl", data_dir / "train-docs")
+
+
+@pytest.fixture(scope="module")
+def fingerprints(data_dir: Path) -> set[bytes]:
+    """Every evaluation sentence (the corpus included): about a minute to segment, once."""
+    return evaluation_fingerprints(str(data_dir), corpus=True)
+
+
 @pytest.mark.parametrize(
     ("folder", "strategies", "sources", "at_least"),
     [
@@ -25,15 +38,18 @@ SHIPPED = DATA / "synthetic-filings"
     ],
 )  # fmt: skip
 def test_the_shipped_examples_are_small_clean_and_rebuild_from_their_sources(
-    data_dir: Path, folder: str, strategies: set[str], sources: tuple[str, ...], at_least: int
+    data_dir: Path,
+    fingerprints: set[bytes],
+    folder: str,
+    strategies: set[str],
+    sources: tuple[str, ...],
+    at_least: int,
 ) -> None:
-    examples_file = DATA / folder / "examples.jsonl"
-    assert examples_file.stat().st_size <= 20 * 2**20
-    examples = read_examples(examples_file, data_dir / "train-docs")  # hashes and labels
+    assert (DATA / folder / "examples.jsonl").stat().st_size <= 20 * 2**20
+    examples = shipped_examples(folder, data_dir)  # hashes and labels checked
     assert len(examples) >= at_least and len({e.id for e in examples}) == len(examples)
     assert {e.strategy for e in examples} == strategies
     assert all(e.source_id.split("/")[0] in sources for e in examples)
-    fingerprints = evaluation_fingerprints(str(data_dir), corpus=True)
     dirty = [e.id for e in examples if contamination(Document(e.id, e.text), fingerprints) > 0.01]
     assert dirty == []
     counts = json.loads((DATA / folder / "stats.json").read_text(encoding="utf-8"))
@@ -48,7 +64,7 @@ def test_examples_cut_to_begin_at_their_evidence_keep_every_label_exact(
     labelled text at shifted offsets and its place in the source kept."""
     from longscan.training.synthetic import begin_some_at_evidence, starting_at_evidence
 
-    examples = read_examples(SHIPPED / "examples.jsonl", data_dir / "train-docs")[:60]
+    examples = shipped_examples(SHIPPED.name, data_dir)[:60]
     assert all(_first_sentence(e) not in e.labels for e in examples)
     for example in examples:
         cut = starting_at_evidence(example)
@@ -97,7 +113,7 @@ def test_labelled_bullets_of_the_shipped_examples_are_not_positives(data_dir: Pa
     from longscan.encoders.contextual import ContextualSentenceEncoder
     from longscan.training.data import says_something, synthetic_labels, synthetic_training_set
 
-    examples = read_examples(SHIPPED / "examples.jsonl", data_dir / "train-docs")[:200]
+    examples = shipped_examples(SHIPPED.name, data_dir)[:200]
     silent = 0
     for example in examples:
         document, labels = synthetic_labels(example)
