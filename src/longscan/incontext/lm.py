@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -119,6 +121,30 @@ def intact(folder: Path) -> bool:
     return (folder / "config.json").is_file() and file_sha256(folder / WEIGHTS) == recorded
 
 
+@contextmanager
+def _one_gguf_reader() -> Iterator[None]:
+    """``transformers`` opens a GGUF anew for its tokenizer, its config and its weights, and
+    each ``GGUFReader`` parses every metadata field element by element (Gemma 3's 262k-token
+    vocabulary took about 20 s each time). Within this block a file is parsed once and its
+    reader shared: the same fields and tensors, 72 s down to 38 s for the default model."""
+    import gguf
+
+    original = gguf.GGUFReader
+    readers: dict[tuple[str, str], Any] = {}
+
+    def shared(path: str | Path, mode: str = "r") -> Any:  # noqa: ANN401 - gguf's own type
+        key = (str(path), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = shared
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+
+
 def _from_gguf(path: Path) -> Path:
     """A safetensors folder made from ``path`` once (keyed by its SHA-256); a damaged one is
     made again, never loaded."""
@@ -133,8 +159,9 @@ def _from_gguf(path: Path) -> Path:
     logger.info("dequantising %s once into %s", path, folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_path(folder)
-    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
+    with _one_gguf_reader():
+        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
     tokenizer.save_pretrained(staging)
     # transformers will not save a model it loaded from GGUF: write the dequantised weights
     # and the config ourselves (save_model keeps tied weights once)
