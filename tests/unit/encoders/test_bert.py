@@ -73,8 +73,11 @@ def test_onnx_float32_gives_the_reference_vectors(
     tokens = [e.token_vectors(sentences[:20], 48) for e in (fast, reference)]
     for ours, theirs in zip(*tokens, strict=True):
         np.testing.assert_allclose(ours, theirs, atol=1e-4)
-    in_context = ContextualSentenceEncoder(fast).encode_document(novel)
-    expected = ContextualSentenceEncoder(reference).encode_document(novel)
+    from longscan.documents import Document
+
+    opening = Document("opening", novel.text[:30_000])  # a fifth of the novel
+    in_context = ContextualSentenceEncoder(fast).encode_document(opening)
+    expected = ContextualSentenceEncoder(reference).encode_document(opening)
     assert (in_context * expected).sum(axis=1).min() > 0.99999
 
 
