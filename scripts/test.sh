@@ -12,4 +12,7 @@ fi
 export LONGSCAN_REQUIRE_LLM=1  # the LLM tests run against a real local server, never skip
 export LONGSCAN_REQUIRE_BROWSER=1  # and the browser test in real chromium, never skip
 cd "$ROOT"
-python -m pytest "$@"
+# Two workers: most tests wait on one thread (a subprocess, the local LLM, Python), so two
+# finish the suite sooner even on two cores. The tests that read the in-process causal LM
+# share one worker (xdist_group "causal-lm"), which dequantises it once. `-n 0`: one process.
+python -m pytest -n 2 --dist loadgroup "$@"
