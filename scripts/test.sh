@@ -13,6 +13,7 @@ export LONGSCAN_REQUIRE_LLM=1  # the LLM tests run against a real local server, 
 export LONGSCAN_REQUIRE_BROWSER=1  # and the browser test in real chromium, never skip
 cd "$ROOT"
 # Two workers: most tests wait on one thread (a subprocess, the local LLM, Python), so two
-# finish the suite sooner even on two cores. The tests that read the in-process causal LM
-# share one worker (xdist_group "causal-lm"), which dequantises it once. `-n 0`: one process.
-python -m pytest -n 2 --dist loadgroup "$@"
+# finish the suite sooner even on two cores. `--dist load` hands out tests by position: the
+# schema test's generated cases share one test id, which the grouping modes would run once.
+# `-n 0`: one process.
+python -m pytest -n 2 --dist load "$@"

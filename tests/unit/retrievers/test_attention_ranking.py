@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from longscan.retrievers.base import Units
 from longscan.retrievers.registry import get_retriever
-
-# one worker loads the dequantised causal LM for all of them (a minute to make once)
-pytestmark = pytest.mark.xdist_group("causal-lm")
 
 
 def test_attention_ranks_the_block_holding_the_questions_words_first(data_dir: Path) -> None:

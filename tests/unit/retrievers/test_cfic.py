@@ -17,9 +17,6 @@ from longscan.incontext.cfic import CFIC, PACKAGED_ADAPTER, SentenceTrie, Span, 
 from longscan.incontext.lm import DEFAULT_MODEL, RECORD, WEIGHTS, intact, load_causal_lm
 from longscan.retrievers.registry import get_retriever, parse_name
 
-# one worker loads the dequantised causal LM for all of them (a minute to make once)
-pytestmark = pytest.mark.xdist_group("causal-lm")
-
 
 def test_trie_keeps_only_prefixes_and_tells_sentences_apart() -> None:
     trie = SentenceTrie(depth=8)

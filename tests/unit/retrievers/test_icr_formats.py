@@ -12,9 +12,6 @@ from longscan.incontext.docids import CUES, Format
 from longscan.incontext.reader import InContextReader, finished
 from longscan.retrievers.docids import chunk_passages
 
-# one worker loads the dequantised causal LM for all of them (a minute to make once)
-pytestmark = pytest.mark.xdist_group("causal-lm")
-
 
 @pytest.fixture(scope="module")
 def reader() -> InContextReader:

@@ -9,9 +9,6 @@ import pytest
 
 from longscan.incontext.lm import CausalLM
 
-# one worker loads the dequantised causal LM for all of them (a minute to make once)
-pytestmark = pytest.mark.xdist_group("causal-lm")
-
 
 @pytest.fixture(scope="module")
 def lm() -> CausalLM:

@@ -28,9 +28,13 @@ schema = schemathesis.openapi.from_asgi(  # parametrize needs it at import
 
 @pytest.fixture(scope="module", autouse=True)
 def started() -> Iterator[None]:
-    """Run the app's startup (the scanner loads) for every generated request."""
+    """Run the app's startup (the scanner loads) and one question for every generated
+    request: the first question exports the encoders to ONNX when no test has yet, which
+    took longer than a generated request may wait (a read time-out, not a server error)."""
     with TestClient(APP, headers={"X-API-Key": KEY}) as client:
-        client.post("/api/documents/text", json={"name": "a.txt", "text": "A short text."})
+        added = client.post("/api/documents/text", json={"name": "a.txt", "text": "A short text."})
+        question = {"question": "Which text is short?", "doc_ids": [added.json()["id"]]}
+        assert client.post("/api/ask", json=question).status_code == 200
         yield
     shutil.rmtree(DATA_DIR, ignore_errors=True)
 
