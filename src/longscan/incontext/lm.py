@@ -171,7 +171,21 @@ def _from_gguf(path: Path) -> Path:
     model.config.save_pretrained(staging)
     save_model(model, str(staging / WEIGHTS))
     (staging / RECORD).write_text(json.dumps({"sha256": file_sha256(staging / WEIGHTS)}))
-    staging.replace(folder)
+    return move_into_place(staging, folder)
+
+
+def move_into_place(staging: Path, folder: Path) -> Path:
+    """``folder``, made by renaming the finished ``staging`` folder to it. A folder cannot
+    replace another that holds files: when a second process made ``folder`` meanwhile and it
+    is intact, that one is kept and ``staging`` removed; a damaged one is replaced."""
+    try:
+        staging.replace(folder)
+    except OSError:
+        if not intact(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            staging.replace(folder)
+        else:
+            shutil.rmtree(staging)
     return folder
 
 

@@ -146,6 +146,33 @@ def test_a_damaged_dequantised_model_is_not_trusted(tmp_path: Path) -> None:
     assert not intact(tmp_path)
 
 
+def _dequantised(folder: Path, weights: bytes) -> Path:
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / WEIGHTS).write_bytes(weights)
+    digest = hashlib.sha256(weights).hexdigest()
+    (folder / RECORD).write_text(json.dumps({"sha256": digest}))
+    return folder
+
+
+def test_a_model_another_process_dequantised_first_is_kept(tmp_path: Path) -> None:
+    """Two processes may dequantise the same GGUF at once: the second to finish keeps the
+    first one's intact folder (renaming onto a full folder fails), or replaces a damaged one."""
+    from longscan.incontext.lm import move_into_place
+
+    folder = _dequantised(tmp_path / "model", b"first" * 100)
+    mine = _dequantised(tmp_path / ".model.partial", b"second" * 100)
+    assert move_into_place(mine, folder) == folder
+    assert (folder / WEIGHTS).read_bytes() == b"first" * 100 and not mine.exists()
+    (folder / WEIGHTS).write_bytes(b"cut")  # damaged
+    mine = _dequantised(tmp_path / ".model.partial", b"second" * 100)
+    move_into_place(mine, folder)
+    assert (folder / WEIGHTS).read_bytes() == b"second" * 100 and intact(folder)
+    fresh = _dequantised(tmp_path / ".other.partial", b"third" * 100)
+    assert move_into_place(fresh, tmp_path / "other") == tmp_path / "other"
+    assert intact(tmp_path / "other") and not fresh.exists()
+
+
 _CLAUSES = ["The cat sat on the mat", "The cat sat on the hat", "A ship left at dawn",
             "A ship left at dusk", "Rain fell", "Oak is hard"]  # fmt: skip
 
