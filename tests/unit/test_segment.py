@@ -8,7 +8,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from longscan.documents import Document
-from longscan.segment import SEGMENTERS, count_words, paragraph_spans, segment, word_chunks
+from longscan.segment import (
+    SEGMENTERS,
+    _blingfire_spans,
+    count_words,
+    paragraph_spans,
+    segment,
+    word_chunks,
+)
 
 unicode_text = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=400
@@ -115,26 +122,25 @@ def test_unknown_segmenter_is_rejected() -> None:
         segment("Some text.", segmenter="nope")
 
 
+def wrapper_spans(text: str) -> list[tuple[int, int]]:
+    """The character spans blingfire's own Python wrapper gives."""
+    import blingfire
+
+    _, offsets = blingfire.text_to_sentences_and_offsets(text)
+    return [(int(a), int(b)) for a, b in offsets]
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.one_of(unicode_text, sentence_like).filter(lambda text: text != ""))
 def test_blingfire_spans_equal_its_wrappers_character_offsets(text: str) -> None:
     """The byte-to-character mapping done with numpy gives the offsets blingfire's own
     Python wrapper gives, for any text (multi-byte characters, emoji, blank lines)."""
-    import blingfire
-
-    from longscan.segment import _blingfire_spans
-
-    _, offsets = blingfire.text_to_sentences_and_offsets(text)
-    assert _blingfire_spans(text) == [(int(a), int(b)) for a, b in offsets]
+    assert _blingfire_spans(text) == wrapper_spans(text)
 
 
 def test_blingfire_spans_of_a_real_report_equal_its_wrappers(data_dir: Path) -> None:
     """A Loong report with curly quotes, dashes and paragraphs of zero-width spaces, where
     blingfire's last offset ends inside a character (its wrapper then ends at the text's end)."""
-    import blingfire
-
-    from longscan.segment import _blingfire_spans
-
     path = (
         data_dir / "corpus" / "loong-docs" / "financial" / "2024-ClearSign Technologies Corp-j.txt"
     )
@@ -144,5 +150,4 @@ def test_blingfire_spans_of_a_real_report_equal_its_wrappers(data_dir: Path) -> 
         p.strip("\u200b ") == "" for p in paragraphs
     )
     for paragraph in paragraphs:
-        _, offsets = blingfire.text_to_sentences_and_offsets(paragraph)
-        assert _blingfire_spans(paragraph) == [(int(a), int(b)) for a, b in offsets]
+        assert _blingfire_spans(paragraph) == wrapper_spans(paragraph)
