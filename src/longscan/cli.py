@@ -487,6 +487,14 @@ def train_command(
             help="`longscan synth` JSONL to mix in; repeatable (a file named twice weighs twice).",
         ),
     ] = None,
+    named_synthetic: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--named-synthetic",
+            help="`longscan synth` JSONL over SEC filings: mix in a copy of each example whose "
+            "question names the filer (from its cover page); repeatable.",
+        ),
+    ] = None,
     init_from: Annotated[
         Path | None,
         typer.Option(
@@ -577,6 +585,8 @@ def train_command(
     if token_level:
         if init_from is None:
             raise _fail("--token-level fine-tunes a converted checkpoint: give --init DIR")
+        if named_synthetic:
+            raise _fail("--named-synthetic trains the sentence scanner, not --token-level")
         _train_token_level(
             init_from,
             out,
@@ -611,6 +621,7 @@ def train_command(
             threads=threads,
             datasets=chosen,
             synthetic=tuple(str(path) for path in synthetic or ()),
+            named_synthetic=tuple(str(path) for path in named_synthetic or ()),
             init_from=None if init_from is None else str(init_from),
             listwise=listwise,
             sentence_labels=sentence_labels,

@@ -35,6 +35,8 @@ class TrainingArgs:
             its sentences with any evaluation document.
         synthetic: JSONL files of ``longscan synth`` examples, mixed in (or alone, with
             ``datasets=()``).
+        named_synthetic: JSONL files of ``synth`` examples over filings whose copies, the
+            question naming the filer (``training.named``), are mixed in.
         init_from: A checkpoint folder to fine-tune instead of training from scratch.
         listwise: Weight of the listwise softmax term added to the paper's BCE (0: the
             paper's objective alone).
@@ -68,6 +70,7 @@ class TrainingArgs:
     seed: int = 0
     threads: int = 2
     synthetic: tuple[str, ...] = ()
+    named_synthetic: tuple[str, ...] = ()
     init_from: str | None = None
     listwise: float = 0.0
     sentence_labels: bool = False

@@ -124,8 +124,15 @@ def _synthetic_text(synthetic: dict[str, Any] | None) -> str:
 synthetic/strategy below): {synthetic["examples"]} LLM-written questions over
 {synthetic["documents"]} distinct spans, labelled with the sentences the question was written
 from; {synthetic.get("starting_at_evidence", 0)} of them cut to begin at their first labelled
-sentence (`--evidence-first`).
+sentence (`--evidence-first`).{_named_text(synthetic)}
 """
+
+
+def _named_text(synthetic: dict[str, Any]) -> str:
+    if "named" not in synthetic:
+        return ""
+    return f""" Of them, {synthetic["named"]} are copies whose question names the filer
+(`--named-synthetic`; {synthetic["named_without_filer"]} examples had no filer to name)."""
 
 
 def ensemble_card(reports: list[dict[str, Any]], first_card: str, command: str) -> str:

@@ -25,6 +25,7 @@ from longscan.scanning.checkpoint import save_checkpoint
 from longscan.scanning.features import FEATURE_NAMES
 from longscan.tables import rules_digest
 from longscan.training import data as data_module
+from longscan.training import named as named_module
 from longscan.training.args import TrainingArgs
 from longscan.training.card import model_card
 from longscan.training.data import (
@@ -65,6 +66,9 @@ def _data_key(args: TrainingArgs) -> str:
         parts += (file_sha256(Path(args.encoder_adapter) / WEIGHTS_FILE),)
     if args.table_context:  # rows read the context that these rules find
         parts += (rules_digest(),)
+    if args.named_synthetic:  # copies whose questions this code names
+        named_files = tuple(_file_digest(Path(path)) for path in args.named_synthetic)
+        parts += (named_files, _file_digest(Path(named_module.__file__)))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
@@ -107,15 +111,26 @@ def build_data(
         )
     synthetic = [example for path in args.synthetic for example in read_examples(Path(path))]
     held_out = [e for e in synthetic if split_of(e.id, SYNTHETIC_DEV_FRACTION) == "dev"]
+    to_name = [example for path in args.named_synthetic for example in read_examples(Path(path))]
+    named, unnamed = named_module.named_copies(to_name)
+    synthetic += named
     if synthetic:
         dev_ids = {e.id for e in held_out}
-        kept = [e for e in synthetic if args.datasets or e.id not in dev_ids]
+        kept = [
+            e
+            for e in synthetic
+            if args.datasets or e.id.removesuffix(named_module.NAMED_SUFFIX) not in dev_ids
+        ]
         kept, cut = begin_some_at_evidence(kept, args.evidence_first)
         part = synthetic_training_set(
             encoder, kept, fingerprints, args.decontamination_threshold, progress, vectors
         )
         # counted after the drops (contaminated, no content): a dropped cut was not trained on
         part.manifest["starting_at_evidence"] = len(cut - set(part.manifest["dropped_ids"]))
+        if args.named_synthetic:  # counted as trained on, like the cut ones
+            named_ids = {e.id for e in kept if e.id.endswith(named_module.NAMED_SUFFIX)}
+            part.manifest["named"] = len(named_ids - set(part.manifest["dropped_ids"]))
+            part.manifest["named_without_filer"] = unnamed
         parts.append(part)
     if not parts:
         raise ValueError("no training data: name datasets or --synthetic files")
