@@ -127,9 +127,11 @@ def build_data(
         )
         # counted after the drops (contaminated, no content): a dropped cut was not trained on
         part.manifest["starting_at_evidence"] = len(cut - set(part.manifest["dropped_ids"]))
-        if args.named_synthetic:  # counted as trained on, like the cut ones
-            named_ids = {e.id for e in kept if e.id.endswith(named_module.NAMED_SUFFIX)}
-            part.manifest["named"] = len(named_ids - set(part.manifest["dropped_ids"]))
+        if args.named_synthetic:  # trained on: a file named twice counts twice
+            dropped = set(part.manifest["dropped_ids"])
+            part.manifest["named"] = sum(
+                e.id.endswith(named_module.NAMED_SUFFIX) and e.id not in dropped for e in kept
+            )
             part.manifest["named_without_filer"] = unnamed
         parts.append(part)
     if not parts:

@@ -106,13 +106,14 @@ def test_train_mixes_in_the_named_copies_and_says_so(data_dir: Path, tmp_path: P
     result = CliRunner().invoke(
         app,
         ["train", "--out", str(out), "--datasets", "", "--synthetic", str(path),
-         "--named-synthetic", str(path), "--d-model", "32", "--layers", "1",
-         "--threads", "1"],
+         "--named-synthetic", str(path), "--named-synthetic", str(path),
+         "--d-model", "32", "--layers", "1", "--threads", "1"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / "training.json").read_text())["train_manifest"]
-    named = manifest["named"]
-    assert 0 < named <= len(copies) and manifest["named_without_filer"] == unnamed
+    named = manifest["named"]  # a file named twice weighs twice
+    assert 0 < named <= 2 * len(copies) and named % 2 == 0
+    assert manifest["named_without_filer"] == 2 * unnamed
     assert manifest["examples"] > named  # the originals are trained on too
     card = (out / "MODEL_CARD.md").read_text()
     assert f"Of them, {named} are copies whose question names the filer" in card
