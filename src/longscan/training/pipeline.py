@@ -8,6 +8,7 @@ import platform
 import shlex
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,11 @@ from longscan.training.data import (
     evaluation_fingerprints,
     synthetic_training_set,
 )
-from longscan.training.synthetic import begin_some_at_evidence, read_examples
+from longscan.training.synthetic import (
+    SyntheticExample,
+    begin_some_at_evidence,
+    read_examples,
+)
 from longscan.training.trainer import train
 
 DEV_EXAMPLES_PER_SOURCE = 30
@@ -109,9 +114,10 @@ def build_data(
                 vectors,
             )
         )
-    synthetic = [example for path in args.synthetic for example in read_examples(Path(path))]
+    read = _examples_of_files([*args.synthetic, *args.named_synthetic])
+    synthetic = [example for path in args.synthetic for example in read[path]]
     held_out = [e for e in synthetic if split_of(e.id, SYNTHETIC_DEV_FRACTION) == "dev"]
-    to_name = [example for path in args.named_synthetic for example in read_examples(Path(path))]
+    to_name = [example for path in args.named_synthetic for example in read[path]]
     named, unnamed = named_module.named_copies(to_name)
     synthetic += named
     if synthetic:
@@ -157,6 +163,12 @@ def build_data(
         train_set.save(folder / "train")
         dev_set.save(folder / "dev")
     return train_set, dev_set
+
+
+def _examples_of_files(paths: Sequence[str]) -> dict[str, list[SyntheticExample]]:
+    """Each file's examples, read once however often it is named (reading segments every
+    example's text: about a minute for the committed filings)."""
+    return {path: read_examples(Path(path)) for path in dict.fromkeys(paths)}
 
 
 def fine_tune_members(
