@@ -9,7 +9,9 @@ document holds it, and no retriever can hit the item at any budget. Per item thi
 number of units that hold the answer, and the first of them, so a reader sees what a hit
 means there (a figure in a table row, or a company's name in a report's heading). With
 ``-r``, each retriever ranks the reachable items' documents and the unit that hits at each
-budget is printed, so a hit can be read.
+budget is printed, so a hit can be read, with the words read before the first unit that
+holds the answer (how far a budget is from a hit). ``--table-context`` reads each table row
+after its context units and counts their words, as ``longscan eval --table-context`` does.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import argparse
 
 from longscan.bench.builders import build_benchmark
 from longscan.bench.items import QAItem
+from longscan.documents import Evidence
 from longscan.evaluation.budgets import budget_evidence
 from longscan.evaluation.gold import contains_answer
 from longscan.retrievers.registry import get_retriever
+from longscan.selection import with_table_context
 
 
 def reach(benchmark: str, data_dir: str | None) -> list[QAItem]:
@@ -44,12 +48,28 @@ def reach(benchmark: str, data_dir: str | None) -> list[QAItem]:
     return reachable
 
 
-def hits(items: list[QAItem], retriever: str, budgets: list[int]) -> None:
-    """Per reachable item and budget: the first budgeted unit that holds the answer."""
+def words_before_answer(ranked: list[Evidence], answers: list[str]) -> int | None:
+    """Words of the units ranked before the first that holds an answer; None if none does."""
+    words = 0
+    for unit in ranked:
+        if contains_answer(unit.text, answers):
+            return words
+        words += len(unit.text.split())
+    return None
+
+
+def hits(items: list[QAItem], retriever: str, budgets: list[int], table_context: bool) -> None:
+    """Per reachable item: the words read before the answer, and per budget the first
+    budgeted unit that holds it."""
     ranker = get_retriever(retriever)
     found = dict.fromkeys(budgets, 0)
     for item in items:
         ranked = ranker.retrieve(item.query, item.documents)
+        if table_context:
+            ranked = with_table_context(ranked, item.documents)
+        before = words_before_answer(ranked, item.answers)
+        shown = "-" if before is None else f"{before:,}"
+        print(f"  {retriever:14} {item.id[:12]} the answer after {shown} words")
         for budget in budgets:
             unit = next(
                 (
@@ -71,12 +91,15 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("-r", "--retriever", action="append", default=[], help="repeatable")
     parser.add_argument("--budgets", default="300,1000,2000", help="words, comma-separated")
+    parser.add_argument(
+        "--table-context", action="store_true", help="count table rows' context units"
+    )
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     for benchmark in args.benchmark or ["loong", "leval-financial"]:
         reachable = reach(benchmark, args.data_dir)
         for retriever in args.retriever:
-            hits(reachable, retriever, budgets)
+            hits(reachable, retriever, budgets, args.table_context)
 
 
 if __name__ == "__main__":
