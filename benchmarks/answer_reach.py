@@ -24,6 +24,7 @@ from longscan.documents import Evidence
 from longscan.evaluation.budgets import budget_evidence
 from longscan.evaluation.gold import contains_answer
 from longscan.retrievers.registry import get_retriever
+from longscan.segment import count_words
 from longscan.selection import with_table_context
 
 
@@ -54,7 +55,7 @@ def words_before_answer(ranked: list[Evidence], answers: list[str]) -> int | Non
     for unit in ranked:
         if contains_answer(unit.text, answers):
             return words
-        words += len(unit.text.split())
+        words += count_words(unit.text)
     return None
 
 
