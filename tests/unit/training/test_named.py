@@ -4,7 +4,6 @@ example's labels and text, and sources without a cover give no copy."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,22 +48,27 @@ def test_naming_keeps_the_question_and_adds_the_name() -> None:
     assert naming("Revenue by segment", "Tesla", "example-1").endswith("Revenue by segment")
 
 
-def shipped_lines(tmp_path: Path, keep: Callable[[dict[str, Any]], bool]) -> Path:
-    """The shipped filings examples that ``keep`` chooses, as a file of their packed lines
-    (reading all 2,636 back takes a minute)."""
+def shipped_lines() -> list[tuple[str, dict[str, Any]]]:
+    """The shipped filings examples' packed lines, each with its decoded JSON."""
     lines = (SHIPPED_FILINGS / "examples.jsonl").read_text(encoding="utf-8").splitlines()
-    chosen = [line for line in lines if keep(json.loads(line))]
+    return [(line, json.loads(line)) for line in lines]
+
+
+def packed_file(tmp_path: Path, lines: list[str]) -> Path:
+    """A file of some shipped lines (reading all 2,636 back takes a minute)."""
     path = tmp_path / "chosen.jsonl"
-    path.write_text("".join(line + "\n" for line in chosen), encoding="utf-8")
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 
 
+def is_filing(raw: dict[str, Any]) -> bool:
+    return raw["source"].startswith("sec-full-filings/")
+
+
 def test_named_copies_of_the_shipped_examples(data_dir: Path, tmp_path: Path) -> None:
-    others = iter(range(20))  # the first 20 contracts and risk-factor sections
-    path = shipped_lines(
-        tmp_path,
-        lambda raw: raw["source"].startswith("sec-full-filings/") or next(others, None) is not None,
-    )
+    filings = [line for line, raw in shipped_lines() if is_filing(raw)]
+    others = [line for line, raw in shipped_lines() if not is_filing(raw)][:20]
+    path = packed_file(tmp_path, filings + others)  # 20 contracts and risk-factor sections
     examples = read_examples(path, data_dir / "train-docs")
     copies, unnamed = named_copies(examples, data_dir / "train-docs")
     by_id = {example.id: example for example in examples}
@@ -91,15 +95,12 @@ def test_train_mixes_in_the_named_copies_and_says_so(data_dir: Path, tmp_path: P
 
     from longscan.cli import app
 
-    short = iter(range(10))  # ten filing spans under 3,000 words: seconds to encode
-    path = shipped_lines(
-        tmp_path,
-        lambda raw: (
-            raw["source"].startswith("sec-full-filings/")
-            and raw["source_end"] - raw["source_start"] < 18_000
-            and next(short, None) is not None
-        ),
-    )
+    short = [  # ten filing spans under 3,000 words: seconds to encode
+        line
+        for line, raw in shipped_lines()
+        if is_filing(raw) and raw["source_end"] - raw["source_start"] < 18_000
+    ][:10]
+    path = packed_file(tmp_path, short)
     copies, unnamed = named_copies(read_examples(path), data_dir / "train-docs")
     assert len(copies) >= 5
     out = tmp_path / "named"
