@@ -495,6 +495,14 @@ def train_command(
             "question names the filer (from its cover page); repeatable.",
         ),
     ] = None,
+    named_among: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Read each --named-synthetic copy beside this many other filers' spans "
+            "whose questions share its words, as a collection of filings is read.",
+        ),
+    ] = 0,
     init_from: Annotated[
         Path | None,
         typer.Option(
@@ -582,6 +590,8 @@ def train_command(
 
     split_seeds = tuple(int(s) for s in seeds.split(","))
     chosen = tuple(d for d in datasets.split(",") if d.strip())
+    if named_among and not named_synthetic:
+        raise _fail("--named-among reads --named-synthetic copies: name a file with it")
     if token_level:
         if init_from is None:
             raise _fail("--token-level fine-tunes a converted checkpoint: give --init DIR")
@@ -622,6 +632,7 @@ def train_command(
             datasets=chosen,
             synthetic=tuple(str(path) for path in synthetic or ()),
             named_synthetic=tuple(str(path) for path in named_synthetic or ()),
+            named_among=named_among,
             init_from=None if init_from is None else str(init_from),
             listwise=listwise,
             sentence_labels=sentence_labels,

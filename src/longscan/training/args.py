@@ -37,6 +37,8 @@ class TrainingArgs:
             ``datasets=()``).
         named_synthetic: JSONL files of ``synth`` examples over filings whose copies, the
             question naming the filer (``training.named``), are mixed in.
+        named_among: Other filers' spans each named copy is read beside (``other_filers``),
+            as a collection of filings is read; 0 reads each copy alone.
         init_from: A checkpoint folder to fine-tune instead of training from scratch.
         listwise: Weight of the listwise softmax term added to the paper's BCE (0: the
             paper's objective alone).
@@ -71,6 +73,7 @@ class TrainingArgs:
     threads: int = 2
     synthetic: tuple[str, ...] = ()
     named_synthetic: tuple[str, ...] = ()
+    named_among: int = 0
     init_from: str | None = None
     listwise: float = 0.0
     sentence_labels: bool = False

@@ -131,8 +131,12 @@ sentence (`--evidence-first`).{_named_text(synthetic)}
 def _named_text(synthetic: dict[str, Any]) -> str:
     if "named" not in synthetic:
         return ""
+    among = ""
+    if "read_beside_others" in synthetic:
+        among = f""" {synthetic["read_beside_others"]} copies are read after or before other
+filers' spans whose questions share their words (`--named-among`), all their lines negatives."""
     return f""" Of them, {synthetic["named"]} are copies whose question names the filer
-(`--named-synthetic`; {synthetic["named_without_filer"]} examples had no filer to name)."""
+(`--named-synthetic`; {synthetic["named_without_filer"]} examples had no filer to name).{among}"""
 
 
 def ensemble_card(reports: list[dict[str, Any]], first_card: str, command: str) -> str:

@@ -15,7 +15,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -252,7 +252,8 @@ def build_training_set(
     vectors kept on disk, so a rebuild with other labels or features encodes nothing)."""
     documents: dict[str, int] = {}
     doc_list: list[Document] = []
-    examples: list[tuple[str, int, np.ndarray, str]] = []  # query, document, labels, source
+    # query, the documents it reads, labels, source
+    examples: list[tuple[str, tuple[int, ...], np.ndarray, str]] = []
     manifest: dict[str, Any] = {
         "split": split,
         "musique_gold": "sentence" if sentence_support else "paragraph",
@@ -283,7 +284,7 @@ def build_training_set(
             if labels.sum() == 0:  # gold fell outside every sentence: nothing to learn
                 continue
             index = documents[document.content_hash]
-            examples.append((item.query, index, labels, f"{dataset}/{words}"))
+            examples.append((item.query, (index,), labels, f"{dataset}/{words}"))
             kept += 1
         manifest["sources"][f"{dataset}/{words}/seed{seed}"] = {
             "kept": kept,
@@ -296,29 +297,45 @@ def build_training_set(
 def _assemble(
     encoder: ContextualSentenceEncoder,
     doc_list: Sequence[Document],
-    examples: Sequence[tuple[str, int, np.ndarray, str]],
+    examples: Sequence[tuple[str, tuple[int, ...], np.ndarray, str]],
     manifest: dict[str, Any],
     split: str,
     progress: bool,
     cache: EmbeddingCache | None = None,
 ) -> TrainingSet:
-    """Encode documents and queries once, compute each example's features: the tensors."""
+    """Encode documents and queries once, compute each example's features: the tensors.
+    An example reads the documents it names one after another, as the scanner reads a
+    collection."""
     features = LexicalFeatures(encoder.encoder, max_cached=4)
     vectors = [
         torch.from_numpy(encoder.cached_vectors(document, cache))
         for document in track(doc_list, f"encoding {split} documents", enabled=progress)
     ]
+    encoded = len(vectors)
+    read_together: dict[tuple[int, ...], int] = {}  # documents read one after another
+
+    def vectors_of(indices: tuple[int, ...]) -> int:
+        if len(indices) == 1:
+            return indices[0]
+        if indices not in read_together:
+            read_together[indices] = len(vectors)
+            vectors.append(torch.cat([vectors[i] for i in indices]))
+        return read_together[indices]
+
     queries = torch.from_numpy(
         encoder.encoder.encode([e[0] for e in examples], batch_size=128)
         if examples
         else np.zeros((0, encoder.dim), dtype=np.float32)
     )
+    document_of = [vectors_of(indices) for _, indices, _, _ in examples]
     example_features = [
         torch.from_numpy(
-            features.for_scan(query, [doc_list[index]], vectors[index].numpy(), query_vector)
+            features.for_scan(
+                query, [doc_list[i] for i in indices], vectors[read].numpy(), query_vector
+            )
         )
-        for (query, index, _, _), query_vector in track(
-            zip(examples, queries.numpy(), strict=True),
+        for (query, indices, _, _), read, query_vector in track(
+            zip(examples, document_of, queries.numpy(), strict=True),
             f"features of {split} examples",
             total=len(examples),
             enabled=progress,
@@ -327,7 +344,7 @@ def _assemble(
     manifest.update(
         examples=len(examples),
         documents=len(doc_list),
-        sentences=int(sum(len(v) for v in vectors)),
+        sentences=int(sum(len(v) for v in vectors[:encoded])),
         positive_rate=float(
             sum(e[2].sum() for e in examples) / max(sum(len(e[2]) for e in examples), 1)
         ),
@@ -337,7 +354,7 @@ def _assemble(
         queries=queries,
         features=example_features,
         labels=[torch.from_numpy(e[2]) for e in examples],
-        document_of=[e[1] for e in examples],
+        document_of=document_of,
         sources=[e[3] for e in examples],
         manifest=manifest,
     )
@@ -373,6 +390,24 @@ def synthetic_labels(example: SyntheticExample) -> tuple[Document, np.ndarray]:
 SyntheticDrop = Literal["without_content", "contaminated"]
 
 
+class Contaminated:
+    """Whether a document shares more than ``threshold`` of its sentences with evaluation
+    text (never, without ``fingerprints``); a span several examples share is checked once."""
+
+    def __init__(self, fingerprints: set[bytes] | None, threshold: float) -> None:
+        self.fingerprints = fingerprints
+        self.threshold = threshold
+        self.seen: dict[str, bool] = {}
+
+    def __call__(self, document: Document) -> bool:
+        if self.fingerprints is None:
+            return False
+        key = document.content_hash
+        if key not in self.seen:
+            self.seen[key] = contamination(document, self.fingerprints) > self.threshold
+        return self.seen[key]
+
+
 def usable_synthetic(
     examples: Iterable[SyntheticExample],
     fingerprints: set[bytes] | None = None,
@@ -383,18 +418,14 @@ def usable_synthetic(
     (``synthetic_labels``): one whose labelled lines all say nothing, or whose span shares
     more than ``threshold`` of its sentences with evaluation text, is passed to ``dropped``
     instead. A span several examples share is checked once."""
-    contaminated: dict[str, bool] = {}
+    contaminated = Contaminated(fingerprints, threshold)
     for example in examples:
         document, labels = synthetic_labels(example)
         reason: SyntheticDrop | None = None
         if not labels.any():
             reason = "without_content"
-        elif fingerprints is not None:
-            key = document.content_hash
-            if key not in contaminated:
-                contaminated[key] = contamination(document, fingerprints) > threshold
-            if contaminated[key]:
-                reason = "contaminated"
+        elif contaminated(document):
+            reason = "contaminated"
         if reason is None:
             yield example, document, labels
         elif dropped is not None:
@@ -408,10 +439,13 @@ def synthetic_training_set(
     threshold: float = DECONTAMINATION_THRESHOLD,
     progress: bool = True,
     cache: EmbeddingCache | None = None,
+    beside: Mapping[str, Sequence[SyntheticExample]] | None = None,
 ) -> TrainingSet:
     """``longscan synth`` examples as tensors, decontaminated like the dataset examples; a
     span that several examples share (or a file named twice) is encoded once, through
-    ``cache`` when given, so later runs encode nothing."""
+    ``cache`` when given, so later runs encode nothing. ``beside`` names, by example id,
+    other examples whose spans are read with its own, in an order its id's hash picks, all
+    their lines negatives (a contaminated one is left out)."""
     manifest: dict[str, Any] = {
         "split": "synthetic",
         "encoder": encoder.name,
@@ -422,7 +456,7 @@ def synthetic_training_set(
     }
     documents: dict[str, int] = {}
     doc_list: list[Document] = []
-    rows: list[tuple[str, int, np.ndarray, str]] = []
+    rows: list[tuple[str, tuple[int, ...], np.ndarray, str]] = []
 
     def counts(example: SyntheticExample) -> dict[str, int]:
         return manifest["sources"].setdefault(
@@ -434,13 +468,28 @@ def synthetic_training_set(
         manifest[f"dropped_{reason}"] += 1
         manifest["dropped_ids"].append(example.id)
 
-    for example, document, labels in usable_synthetic(examples, fingerprints, threshold, dropped):
-        index = documents.get(document.content_hash)
-        if index is None:
-            index = documents[document.content_hash] = len(doc_list)
+    def index_of(document: Document) -> int:
+        if document.content_hash not in documents:
+            documents[document.content_hash] = len(doc_list)
             doc_list.append(document)
-        rows.append((example.question, index, labels, f"synthetic/{example.strategy}"))
+        return documents[document.content_hash]
+
+    contaminated = Contaminated(fingerprints, threshold)
+    for example, document, labels in usable_synthetic(examples, fingerprints, threshold, dropped):
+        parts = [(document, labels)]
+        for other in (beside or {}).get(example.id, ()):
+            other_document = Document(other.id, other.text)
+            if not contaminated(other_document):
+                negatives = np.zeros(len(other_document.sentences), np.float32)
+                parts.append((other_document, negatives))
+        first = hashlib.sha256(example.id.encode()).digest()[0] % len(parts)
+        parts = parts[first:] + parts[:first]
+        indices = tuple(index_of(part) for part, _ in parts)
+        all_labels = np.concatenate([part_labels for _, part_labels in parts])
+        rows.append((example.question, indices, all_labels, f"synthetic/{example.strategy}"))
         counts(example)["kept"] += 1
+    if beside:
+        manifest["read_beside_others"] = sum(len(indices) > 1 for _, indices, _, _ in rows)
     return _assemble(encoder, doc_list, rows, manifest, "synthetic", progress, cache)
 
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from longscan.documents import read_file
+from longscan.scanning.features import ENGLISH_STOP_WORDS
 from longscan.training.synthetic import SyntheticExample, train_docs
 
 COVER_WINDOW = 20_000  # characters: the cover page comes first
@@ -66,14 +67,10 @@ def named_copies(
     data's ``train-docs/``) has a filer name that its question lacks, the copy's question
     naming the filer and its id ending in ``~named``. Returns the copies and how many
     examples had no filer to name."""
-    root = sources or train_docs()
-    names: dict[str, str | None] = {}
+    names = Filers(sources)
     copies, unnamed = [], 0
     for example in examples:
-        if example.source_id not in names:
-            path = root / example.source_id
-            names[example.source_id] = filer_name(read_file(path).text) if path.is_file() else None
-        name = names[example.source_id]
+        name = names.of(example)
         if name is None:
             unnamed += 1
             continue
@@ -87,3 +84,63 @@ def named_copies(
             )
         )
     return copies, unnamed
+
+
+class Filers:
+    """Each source's filer name, its cover page read once."""
+
+    def __init__(self, sources: Path | None = None) -> None:
+        self.root = sources or train_docs()
+        self.names: dict[str, str | None] = {}
+
+    def of(self, example: SyntheticExample) -> str | None:
+        if example.source_id not in self.names:
+            path = self.root / example.source_id
+            text = read_file(path).text if path.is_file() else ""
+            self.names[example.source_id] = filer_name(text)
+        return self.names[example.source_id]
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _same(name: str | None) -> str:
+    """A filer's name as compared: one filer's covers differ in spaces and case."""
+    return "".join((name or "").split()).casefold()
+
+
+def content_words(text: str, leave_out: str = "") -> set[str]:
+    """Lower-case words of ``text`` but stop words and the words of ``leave_out``."""
+    left_out = set(_WORD.findall(leave_out.lower()))
+    return {w for w in _WORD.findall(text.lower()) if w not in ENGLISH_STOP_WORDS} - left_out
+
+
+def other_filers(
+    copies: Sequence[SyntheticExample],
+    pool: Iterable[SyntheticExample],
+    among: int,
+    sources: Path | None = None,
+) -> dict[str, list[SyntheticExample]]:
+    """For each named copy, ``among`` examples of ``pool`` over other filers' filings, to be
+    read beside it as a collection of filings is read: a user names the company because
+    several reports are open. Chosen are those whose questions share the most words with the
+    copy's (ties broken by a hash), so their spans likely state the same figure for another
+    company, and only the name tells the labelled line from theirs."""
+    names = Filers(sources)
+    candidates = [(e, _same(names.of(e)), content_words(e.question)) for e in pool]
+    candidates = [(e, name, words) for e, name, words in candidates if name]
+    chosen: dict[str, list[SyntheticExample]] = {}
+    for copy in copies:
+        name = names.of(copy)
+        words = content_words(copy.question, leave_out=name or "")
+        ranked = sorted(
+            (
+                -len(words & other_words),
+                hashlib.sha256(f"{copy.id} {other.id}".encode()).digest(),  # ties
+                index,
+            )
+            for index, (other, other_name, other_words) in enumerate(candidates)
+            if other_name != _same(name)
+        )
+        chosen[copy.id] = [candidates[index][0] for _, _, index in ranked[:among]]
+    return chosen

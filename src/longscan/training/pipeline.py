@@ -74,6 +74,8 @@ def _data_key(args: TrainingArgs) -> str:
     if args.named_synthetic:  # copies whose questions this code names
         named_files = tuple(_file_digest(Path(path)) for path in args.named_synthetic)
         parts += (named_files, _file_digest(Path(named_module.__file__)))
+    if args.named_among:
+        parts += (("named_among", args.named_among),)
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
@@ -119,6 +121,7 @@ def build_data(
     held_out = [e for e in synthetic if split_of(e.id, SYNTHETIC_DEV_FRACTION) == "dev"]
     to_name = [example for path in args.named_synthetic for example in read[path]]
     named, unnamed = named_module.named_copies(to_name)
+    beside = named_module.other_filers(named, to_name, args.named_among) if args.named_among else {}
     synthetic += named
     if synthetic:
         dev_ids = {e.id for e in held_out}
@@ -129,7 +132,7 @@ def build_data(
         ]
         kept, cut = begin_some_at_evidence(kept, args.evidence_first)
         part = synthetic_training_set(
-            encoder, kept, fingerprints, args.decontamination_threshold, progress, vectors
+            encoder, kept, fingerprints, args.decontamination_threshold, progress, vectors, beside
         )
         # counted after the drops (contaminated, no content): a dropped cut was not trained on
         part.manifest["starting_at_evidence"] = len(cut - set(part.manifest["dropped_ids"]))

@@ -8,9 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
-from longscan.training.named import NAMED_SUFFIX, filer_name, named_copies, naming
-from longscan.training.synthetic import read_examples
+from longscan.documents import Document
+from longscan.training.named import (
+    NAMED_SUFFIX,
+    Filers,
+    content_words,
+    filer_name,
+    named_copies,
+    naming,
+    other_filers,
+)
+from longscan.training.synthetic import SyntheticExample, read_examples
 
 SHIPPED_FILINGS = Path(__file__).parents[3] / "training-data" / "synthetic-filings"
 
@@ -107,7 +117,7 @@ def test_train_mixes_in_the_named_copies_and_says_so(data_dir: Path, tmp_path: P
     result = CliRunner().invoke(
         app,
         ["train", "--out", str(out), "--datasets", "", "--synthetic", str(path),
-         "--named-synthetic", str(path), "--named-synthetic", str(path),
+         "--named-synthetic", str(path), "--named-synthetic", str(path), "--named-among", "1",
          "--d-model", "32", "--layers", "1", "--threads", "1"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -118,3 +128,74 @@ def test_train_mixes_in_the_named_copies_and_says_so(data_dir: Path, tmp_path: P
     assert manifest["examples"] > named  # the originals are trained on too
     card = (out / "MODEL_CARD.md").read_text()
     assert f"Of them, {named} are copies whose question names the filer" in card
+    assert 0 < manifest["read_beside_others"] <= named  # the short spans have several filers
+    assert f"{manifest['read_beside_others']} copies are read after or before" in " ".join(
+        card.split()
+    )
+    alone = CliRunner().invoke(
+        app, ["train", "--out", str(tmp_path / "x"), "--synthetic", str(path), "--named-among", "1"]
+    )
+    assert alone.exit_code != 0 and "--named-among reads --named-synthetic copies" in alone.output
+
+
+def short_filing_examples(tmp_path: Path, count: int) -> list[SyntheticExample]:
+    """The first ``count`` shipped filing spans under 3,000 words: seconds to encode."""
+    short = [
+        line
+        for line, raw in shipped_lines()
+        if is_filing(raw) and raw["source_end"] - raw["source_start"] < 18_000
+    ][:count]
+    return read_examples(packed_file(tmp_path, short))
+
+
+def test_other_filers_are_other_companies_asked_the_closest_questions(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    examples = short_filing_examples(tmp_path, 40)
+    filers = Filers(data_dir / "train-docs")
+    copies, _ = named_copies(examples, data_dir / "train-docs")
+    beside = other_filers(copies, examples, 2, data_dir / "train-docs")
+    assert set(beside) == {copy.id for copy in copies}
+    for copy in copies:
+        name = filers.of(copy)
+        own = content_words(copy.question, leave_out=name or "")
+        others = [e for e in examples if filers.of(e) not in (None, name)]
+        chosen = beside[copy.id]
+        assert len(chosen) == min(2, len(others))
+        assert all(filers.of(other) not in (None, name) for other in chosen)
+        overlaps = sorted((len(own & content_words(e.question)) for e in others), reverse=True)
+        assert [len(own & content_words(e.question)) for e in chosen] == overlaps[:2]
+    assert any(beside.values()), "the short spans come from several filers"
+
+
+def test_a_copy_is_read_beside_another_filer_as_a_collection_is_read(tmp_path: Path) -> None:
+    from longscan.encoders import get_encoder
+    from longscan.encoders.contextual import ContextualSentenceEncoder
+    from longscan.training.data import sentence_fingerprints, synthetic_training_set
+
+    examples = short_filing_examples(tmp_path, 40)
+    filers = Filers()
+    own = next(e for e in examples if filers.of(e) is not None)
+    other = next(e for e in examples if filers.of(e) not in (None, filers.of(own)))
+    encoder = ContextualSentenceEncoder(get_encoder())
+    alone = synthetic_training_set(encoder, [own, other], progress=False)
+    together = synthetic_training_set(encoder, [own], progress=False, beside={own.id: [other]})
+    (read,) = together.document_of
+    lengths = [len(v) for v in alone.vectors]
+    assert len(together.vectors[read]) == len(together.labels[0]) == sum(lengths)
+    assert len(together.features[0]) == sum(lengths)
+    own_first = torch.equal(together.vectors[read][: lengths[0]], alone.vectors[0])
+    order = [0, 1] if own_first else [1, 0]  # the order an id's hash picks
+    assert torch.equal(together.vectors[read], torch.cat([alone.vectors[i] for i in order]))
+    negatives = torch.zeros(lengths[1])
+    expected = [alone.labels[0], negatives] if order == [0, 1] else [negatives, alone.labels[0]]
+    assert torch.equal(together.labels[0], torch.cat(expected))
+    assert together.manifest["read_beside_others"] == 1
+
+    tainted = sentence_fingerprints(Document("x", other.text).sentence_texts())
+    kept = synthetic_training_set(
+        encoder, [own], tainted, progress=False, beside={own.id: [other]}
+    )  # evaluation text shares the other span: it is left out, the copy kept
+    (read,) = kept.document_of
+    assert torch.equal(kept.vectors[read], alone.vectors[0])
+    assert torch.equal(kept.labels[0], alone.labels[0])
