@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import platform
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,29 @@ DEV_EXAMPLES_PER_SOURCE = 30
 SYNTHETIC_DEV_FRACTION = 0.1
 
 
-def _data_key(args: TrainingArgs) -> str:
-    """The data depends on these arguments only (not on the model or the optimiser)."""
+def _reading(args: TrainingArgs) -> tuple[Any, ...]:
+    """What every part of the data depends on: the vectors, the columns and the labels."""
     parts = (
+        cache_name(args.encoder),  # int8 vectors read row by row since stop 40
+        args.context_tokens,
+        args.table_context,
+        FEATURE_NAMES,  # the cached data holds every feature column,
+        _file_digest(Path(features_module.__file__)),  # computed by this code
+        _file_digest(Path(data_module.__file__)),  # and labelled by this code
+        __version__,
+    )
+    if args.encoder_adapter is not None:
+        parts += (file_sha256(Path(args.encoder_adapter) / WEIGHTS_FILE),)
+    if args.table_context:  # rows read the context that these rules find
+        parts += (rules_digest(),)
+    return parts
+
+
+def _datasets_key(args: TrainingArgs) -> str:
+    """The datasets' examples depend on these arguments only, so a run with another
+    synthetic mix reads them from the cache."""
+    parts = (
+        _reading(args),
         args.datasets,
         args.lengths_words,
         args.seeds,
@@ -57,25 +78,22 @@ def _data_key(args: TrainingArgs) -> str:
         args.decontamination_threshold,
         DEV_EXAMPLES_PER_SOURCE,
         args.sentence_labels,
-        cache_name(args.encoder),  # int8 vectors read row by row since stop 40
-        args.context_tokens,
-        args.table_context,
-        args.evidence_first,
-        FEATURE_NAMES,  # the cached data holds every feature column,
-        _file_digest(Path(features_module.__file__)),  # computed by this code
-        _file_digest(Path(data_module.__file__)),  # and labelled by this code
-        tuple(_file_digest(Path(path)) for path in args.synthetic),
-        __version__,
     )
-    if args.encoder_adapter is not None:  # appended, so data without one keeps its key
-        parts += (file_sha256(Path(args.encoder_adapter) / WEIGHTS_FILE),)
-    if args.table_context:  # rows read the context that these rules find
-        parts += (rules_digest(),)
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def _data_key(args: TrainingArgs) -> str:
+    """The whole data (the synthetic part's key) depends on these arguments only, not on the
+    model or the optimiser."""
+    parts: tuple[Any, ...] = (
+        _datasets_key(args),
+        tuple(_file_digest(Path(path)) for path in args.synthetic),
+        args.evidence_first,
+        SYNTHETIC_DEV_FRACTION,
+    )
     if args.named_synthetic:  # copies whose questions this code names
         named_files = tuple(_file_digest(Path(path)) for path in args.named_synthetic)
-        parts += (named_files, _file_digest(Path(named_module.__file__)))
-    if args.named_among:
-        parts += (("named_among", args.named_among),)
+        parts += (named_files, _file_digest(Path(named_module.__file__)), args.named_among)
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
@@ -83,57 +101,107 @@ def _file_digest(path: Path) -> str:
     return file_sha256(path)[:16]
 
 
-def build_data(
-    args: TrainingArgs, data_dir: str | None, progress: bool, cache: Path | None
-) -> tuple[TrainingSet, TrainingSet]:
-    """Train and dev sets; with ``cache``, encoded once and reused by later runs."""
-    folder = None if cache is None else cache / _data_key(args)
-    if folder is not None and (folder / "dev" / "data.json").is_file():
-        return TrainingSet.load(folder / "train"), TrainingSet.load(folder / "dev")
-    encoder = ContextualSentenceEncoder(
-        get_encoder(args.encoder, args.encoder_adapter),
-        window_tokens=args.context_tokens,
-        paragraph_cache_size=500_000,
-        table_context=args.table_context,
-    )
-    vectors = None if cache is None else EmbeddingCache(cache / "vectors", max_items=0)
-    fingerprints = evaluation_fingerprints(data_dir)
-    common = (args.datasets, args.lengths_words)
-    parts = []
-    if args.datasets:
-        parts.append(
-            build_training_set(
-                encoder,
-                "train",
-                *common,
-                args.seeds,
-                args.max_per_source,
-                fingerprints,
-                args.decontamination_threshold,
-                data_dir,
-                progress,
-                args.sentence_labels,
-                vectors,
-            )
+def _cached(folder: Path | None, build: Callable[[], TrainingSet]) -> TrainingSet:
+    """``build()``, saved in ``folder`` and read from there by later runs (``data.json``,
+    written last, says the set is whole)."""
+    if folder is not None and (folder / "data.json").is_file():
+        return TrainingSet.load(folder)
+    data = build()
+    if folder is not None:
+        data.save(folder)
+    return data
+
+
+class _DataBuilder:
+    """The parts of ``build_data``, each built only when its cache lacks it: the encoder
+    loads and the evaluation text is read on first use."""
+
+    def __init__(
+        self, args: TrainingArgs, data_dir: str | None, progress: bool, cache: Path | None
+    ) -> None:
+        self.args, self.data_dir, self.progress, self.cache = args, data_dir, progress, cache
+        self.vectors = None if cache is None else EmbeddingCache(cache / "vectors", max_items=0)
+
+    def folder(self, key: str, part: str) -> Path | None:
+        return None if self.cache is None else self.cache / key / part
+
+    @functools.cached_property
+    def encoder(self) -> ContextualSentenceEncoder:
+        return ContextualSentenceEncoder(
+            get_encoder(self.args.encoder, self.args.encoder_adapter),
+            window_tokens=self.args.context_tokens,
+            paragraph_cache_size=500_000,
+            table_context=self.args.table_context,
         )
-    read = _examples_of_files([*args.synthetic, *args.named_synthetic])
-    synthetic = [example for path in args.synthetic for example in read[path]]
-    held_out = [e for e in synthetic if split_of(e.id, SYNTHETIC_DEV_FRACTION) == "dev"]
-    to_name = [example for path in args.named_synthetic for example in read[path]]
-    named, unnamed = named_module.named_copies(to_name)
-    beside = named_module.other_filers(named, to_name, args.named_among) if args.named_among else {}
-    synthetic += named
-    if synthetic:
-        dev_ids = {e.id for e in held_out}
+
+    @functools.cached_property
+    def fingerprints(self) -> set[bytes]:
+        return evaluation_fingerprints(self.data_dir)
+
+    def datasets(self, split: str) -> TrainingSet:
+        """The datasets' train examples, or the dev examples (one seed, never decontaminated
+        against themselves)."""
+        args = self.args
+        train = split == "train"
+        return _cached(
+            self.folder(_datasets_key(args), split),
+            lambda: build_training_set(
+                self.encoder,
+                split,
+                args.datasets,
+                args.lengths_words,
+                args.seeds if train else (0,),
+                args.max_per_source if train else DEV_EXAMPLES_PER_SOURCE,
+                self.fingerprints if train else None,
+                args.decontamination_threshold,
+                self.data_dir,
+                self.progress,
+                args.sentence_labels,
+                self.vectors,
+            ),
+        )
+
+    @functools.cached_property
+    def examples(self) -> dict[str, list[SyntheticExample]]:
+        return _examples_of_files([*self.args.synthetic, *self.args.named_synthetic])
+
+    def held_out(self) -> list[SyntheticExample]:
+        """A hash-split slice of the synthetic examples: the dev set of a run without datasets."""
+        synthetic = [e for path in self.args.synthetic for e in self.examples[path]]
+        return [e for e in synthetic if split_of(e.id, SYNTHETIC_DEV_FRACTION) == "dev"]
+
+    def synthetic(self) -> TrainingSet:
+        return _cached(self.folder(_data_key(self.args), "synthetic"), self._build_synthetic)
+
+    def _build_synthetic(self) -> TrainingSet:
+        args, read = self.args, self.examples
+        synthetic = [example for path in args.synthetic for example in read[path]]
+        to_name = [example for path in args.named_synthetic for example in read[path]]
+        named, unnamed = named_module.named_copies(to_name)
+        among = args.named_among
+        beside = named_module.other_filers(named, to_name, among) if among else {}
+        dev_ids = {e.id for e in self.held_out()}
         kept = [
             e
-            for e in synthetic
+            for e in synthetic + named
             if args.datasets or e.id.removesuffix(named_module.NAMED_SUFFIX) not in dev_ids
         ]
         kept, cut = begin_some_at_evidence(kept, args.evidence_first)
         part = synthetic_training_set(
-            encoder, kept, fingerprints, args.decontamination_threshold, progress, vectors, beside
+            self.encoder,
+            kept,
+            self.fingerprints,
+            args.decontamination_threshold,
+            self.progress,
+            self.vectors,
+            beside,
         )
+        if not part.labels:
+            raise ValueError(
+                "no synthetic example is left to train on: "
+                f"{part.manifest['dropped_contaminated']} shared evaluation text and "
+                f"{part.manifest['dropped_without_content']} labelled no line that says something"
+            )
         # counted after the drops (contaminated, no content): a dropped cut was not trained on
         part.manifest["starting_at_evidence"] = len(cut - set(part.manifest["dropped_ids"]))
         if args.named_synthetic:  # trained on: a file named twice counts twice
@@ -142,29 +210,32 @@ def build_data(
                 e.id.endswith(named_module.NAMED_SUFFIX) and e.id not in dropped for e in kept
             )
             part.manifest["named_without_filer"] = unnamed
-        parts.append(part)
+        return part
+
+    def synthetic_dev(self) -> TrainingSet:
+        return _cached(
+            self.folder(_data_key(self.args), "dev"),
+            lambda: synthetic_training_set(
+                self.encoder, self.held_out(), None, progress=self.progress, cache=self.vectors
+            ),
+        )
+
+
+def build_data(
+    args: TrainingArgs, data_dir: str | None, progress: bool, cache: Path | None
+) -> tuple[TrainingSet, TrainingSet]:
+    """Train and dev sets; with ``cache``, each part (the datasets' examples, the synthetic
+    ones) is built once and read back by every later run that shares it."""
+    builder = _DataBuilder(args, data_dir, progress, cache)
+    parts = []
+    if args.datasets:
+        parts.append(builder.datasets("train"))
+    if args.synthetic or args.named_synthetic:
+        parts.append(builder.synthetic())
     if not parts:
         raise ValueError("no training data: name datasets or --synthetic files")
     train_set = parts[0] if len(parts) == 1 else concatenate(*parts)
-    if args.datasets:
-        dev_set = build_training_set(
-            encoder,
-            "dev",
-            *common,
-            (0,),
-            DEV_EXAMPLES_PER_SOURCE,
-            None,
-            args.decontamination_threshold,
-            data_dir,
-            progress,
-            args.sentence_labels,
-            vectors,
-        )
-    else:  # synthetic only: a hash-split slice of the examples, never trained on
-        dev_set = synthetic_training_set(encoder, held_out, None, progress=progress, cache=vectors)
-    if folder is not None:
-        train_set.save(folder / "train")
-        dev_set.save(folder / "dev")
+    dev_set = builder.datasets("dev") if args.datasets else builder.synthetic_dev()
     return train_set, dev_set
 
 

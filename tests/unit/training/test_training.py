@@ -160,6 +160,46 @@ def test_run_training_writes_a_loadable_checkpoint_and_reuses_cached_data(tmp_pa
         assert any(not torch.equal(a, b) for a, b in pairs)
 
 
+def test_a_new_synthetic_mix_reads_the_datasets_part_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The datasets' examples are cached apart from the synthetic ones: a run with a new
+    synthetic file builds only that part, and a run with the same mix builds nothing."""
+    from longscan.training import pipeline
+
+    args = tiny_args()
+    cache = tmp_path / "data"
+    first = pipeline.run_training(args, tmp_path / "a", progress=False, data_cache=cache)
+    shipped = Path(__file__).parents[3] / "training-data" / "synthetic-filings" / "examples.jsonl"
+    lines = [  # three short filing spans: seconds to encode
+        line
+        for line in shipped.read_text(encoding="utf-8").splitlines()
+        if (raw := json.loads(line))["source_end"] - raw["source_start"] < 12_000
+    ][:3]
+    mix = tmp_path / "mix.jsonl"
+    mix.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    mixed_args = replace(args, synthetic=(str(mix),))
+    monkeypatch.setattr(pipeline, "build_training_set", _never_called)
+    mixed = pipeline.run_training(mixed_args, tmp_path / "b", progress=False, data_cache=cache)
+    datasets_part = {k: v for k, v in mixed["train_manifest"].items() if k != "synthetic"}
+    assert datasets_part == first["train_manifest"]
+    assert mixed["dev_manifest"] == first["dev_manifest"]
+    assert mixed["train_manifest"]["synthetic"]["examples"] == 3
+    for name in (
+        "_examples_of_files",
+        "synthetic_training_set",
+        "evaluation_fingerprints",
+        "get_encoder",
+    ):
+        monkeypatch.setattr(pipeline, name, _never_called)  # the same mix builds nothing
+    again = pipeline.run_training(mixed_args, tmp_path / "c", progress=False, data_cache=cache)
+    assert again["train_manifest"] == mixed["train_manifest"]
+
+
+def _never_called(*args: object, **kwargs: object) -> None:
+    raise AssertionError("built a part of the data that the cache holds")
+
+
 def assert_combined(first: Path, second: Path, out: Path) -> None:
     """Two trained checkpoints combine into one that scores their mean, with a card naming
     both; an ensemble or a checkpoint of another config is refused as a member."""
