@@ -30,19 +30,27 @@ def causal_lms(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("causal-lm")
 
 
+@pytest.fixture(scope="session")
+def evaluation_fingerprints_made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder of evaluation fingerprints for the session (the corpus takes a minute)."""
+    return tmp_path_factory.mktemp("fingerprints")
+
+
 @pytest.fixture(autouse=True)
 def isolated_cache(
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
     onnx_exports: Path,
     causal_lms: Path,
+    evaluation_fingerprints_made: Path,
 ):
     """Every test gets its own on-disk cache, so no test sees another's vectors; the ONNX
-    exports of the shipped networks and the dequantised causal LMs are shared (each would
-    take seconds to a minute to make again)."""
+    exports of the shipped networks, the dequantised causal LMs and the evaluation
+    fingerprints are shared (each would take seconds to a minute to make again)."""
     directory = tmp_path_factory.mktemp("cache")
     (directory / "onnx").symlink_to(onnx_exports, target_is_directory=True)
     (directory / "causal-lm").symlink_to(causal_lms, target_is_directory=True)
+    (directory / "fingerprints").symlink_to(evaluation_fingerprints_made, target_is_directory=True)
     monkeypatch.setenv("LONGSCAN_CACHE_DIR", str(directory))
     return directory
 

@@ -17,12 +17,14 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
 
+from longscan import __version__
 from longscan.bench.builders import (
     build_benchmark,
     build_multihop,
@@ -30,10 +32,10 @@ from longscan.bench.builders import (
     multihop_questions,
     squad_articles,
 )
-from longscan.bench.datasets import MultiHopParagraph
+from longscan.bench.datasets import MultiHopParagraph, default_data_dir
 from longscan.bench.items import QAItem
 from longscan.documents import Document, read_file
-from longscan.encoders.cache import EmbeddingCache
+from longscan.encoders.cache import EmbeddingCache, built_once, default_cache_dir, file_sha256
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
 from longscan.progress import track
@@ -49,6 +51,7 @@ EVALUATION_ONLY = ("leval-coursera", "leval-financial", "loong")
 # dropped (the single-pass scanning paper's rule); every reader's data follows it
 DECONTAMINATION_THRESHOLD = 0.01
 _SPACES = re.compile(r"\s+")
+FINGERPRINT_BYTES = 12
 
 
 def normalize_sentence(text: str) -> str:
@@ -57,7 +60,9 @@ def normalize_sentence(text: str) -> str:
 
 def fingerprint(sentence: str) -> bytes:
     """A short hash of the normalised sentence (exact match after normalisation)."""
-    return hashlib.blake2b(normalize_sentence(sentence).encode(), digest_size=12).digest()
+    return hashlib.blake2b(
+        normalize_sentence(sentence).encode(), digest_size=FINGERPRINT_BYTES
+    ).digest()
 
 
 def sentence_fingerprints(texts: Iterable[str]) -> set[bytes]:
@@ -68,27 +73,60 @@ def _sentences_of(text: str) -> list[str]:
     return Document("paragraph", text).sentence_texts()
 
 
-def evaluation_fingerprints(data_dir: str | None = None, corpus: bool = False) -> set[bytes]:
+def evaluation_fingerprints(data_dir: str | Path | None = None, corpus: bool = False) -> set[bytes]:
     """Sentences of every development and benchmark document, for decontamination; with
     ``corpus``, also of every file under the data's ``corpus/`` (the Loong document set:
     about 88 MB, a minute to segment), which synthetic examples over filings must not
-    share: their standard wording recurs across filings."""
+    share: their standard wording recurs across filings.
+
+    Kept in the cache folder under a key of the bytes of every evaluation file and of the
+    code and segmenter that read them, so a later run reads them back in a second; the file
+    is checked against its recorded SHA-256 on every read, and made again if damaged."""
+    root = Path(data_dir) if data_dir is not None else default_data_dir()
+    key = _fingerprints_key(root, corpus)
+    path = default_cache_dir() / "fingerprints" / f"{key}.bin"
+
+    def build(staging: Path) -> None:
+        found = _read_evaluation_fingerprints(root, corpus)
+        staging.write_bytes(b"".join(sorted(found)))
+
+    raw = built_once(path, build, "evaluation fingerprints").read_bytes()
+    return {raw[i : i + FINGERPRINT_BYTES] for i in range(0, len(raw), FINGERPRINT_BYTES)}
+
+
+def _fingerprints_key(root: Path, corpus: bool) -> str:
+    """A digest of what the fingerprints depend on: every file of the data but the training
+    documents (and the corpus, unless read), this package's code and the segmenter."""
+    digest = hashlib.sha256(f"{__version__} {version('blingfire')} {corpus}".encode())
+    left_out = {"train-docs", *(() if corpus else ("corpus",))}
+    package = Path(__file__).parents[1]
+    files = [
+        (root, path) for path in root.rglob("*") if path.relative_to(root).parts[0] not in left_out
+    ]
+    files += [(package, path) for path in package.rglob("*.py")]
+    for base, path in sorted(files, key=lambda pair: (str(pair[0]), str(pair[1]))):
+        if path.is_file():
+            digest.update(f"{path.relative_to(base)} {file_sha256(path)}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _read_evaluation_fingerprints(root: Path, corpus: bool) -> set[bytes]:
     texts: list[str] = []
     if corpus:
         from longscan.bench.datasets import data_path
 
-        files = sorted(p for p in data_path("corpus", data_dir).rglob("*") if p.is_file())
+        files = sorted(p for p in data_path("corpus", root).rglob("*") if p.is_file())
         for path in track(files, "corpus sentences"):
             texts.extend(read_file(path).sentence_texts())
-    for article in squad_articles("dev", data_dir=data_dir):
+    for article in squad_articles("dev", data_dir=root):
         for paragraph in article.paragraphs:
             texts.extend(_sentences_of(paragraph.context))
     for dataset in ("hotpotqa", "musique"):
-        for question in multihop_questions(dataset, "dev", data_dir=data_dir):
+        for question in multihop_questions(dataset, "dev", data_dir=root):
             for paragraph in question.paragraphs:
                 texts.extend(_sentences_of(paragraph.text))
     for name in EVALUATION_ONLY:
-        for item in build_benchmark(name, data_dir=data_dir):
+        for item in build_benchmark(name, data_dir=root):
             for document in item.documents:
                 texts.extend(document.sentence_texts())
     return sentence_fingerprints(texts)

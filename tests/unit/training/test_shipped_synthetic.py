@@ -24,9 +24,16 @@ def shipped_examples(folder: str, data_dir: Path) -> list[SyntheticExample]:
 
 
 @pytest.fixture(scope="module")
-def fingerprints(data_dir: Path) -> set[bytes]:
-    """Every evaluation sentence (the corpus included): about a minute to segment, once."""
-    return evaluation_fingerprints(str(data_dir), corpus=True)
+def fingerprints(
+    data_dir: Path, tmp_path_factory: pytest.TempPathFactory, evaluation_fingerprints_made: Path
+) -> set[bytes]:
+    """Every evaluation sentence (the corpus included): about a minute to segment, once a
+    session. A module's fixture comes before each test's isolated cache: it names its own."""
+    cache = tmp_path_factory.mktemp("cache")
+    (cache / "fingerprints").symlink_to(evaluation_fingerprints_made, target_is_directory=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LONGSCAN_CACHE_DIR", str(cache))
+        return evaluation_fingerprints(str(data_dir), corpus=True)
 
 
 @pytest.mark.parametrize(

@@ -64,6 +64,43 @@ def test_decontamination_keeps_half_percent_drops_two_percent() -> None:
     assert contamination(headings, sentence_fingerprints(["Introduction."])) == 0  # boilerplate
 
 
+def test_evaluation_fingerprints_are_read_once_then_from_the_cache(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fingerprints of the evaluation text are read once, then from the cache folder; a
+    damaged file is read again, never trusted."""
+    from longscan.training import data
+
+    monkeypatch.setenv("LONGSCAN_CACHE_DIR", str(tmp_path / "cache"))  # none made yet
+    reads = []
+    read = data._read_evaluation_fingerprints
+    monkeypatch.setattr(
+        data, "_read_evaluation_fingerprints", lambda *a: reads.append(a) or read(*a)
+    )
+    first = data.evaluation_fingerprints(data_dir)
+    assert data.evaluation_fingerprints(data_dir) == first and len(reads) == 1
+    assert first == read(data_dir, False)
+    (made,) = (tmp_path / "cache" / "fingerprints").glob("*.bin")
+    made.write_bytes(made.read_bytes()[:-24])  # two fingerprints lost
+    assert data.evaluation_fingerprints(data_dir) == first and len(reads) == 2
+
+
+def test_the_fingerprints_key_names_the_evaluation_files_only(tmp_path: Path) -> None:
+    from longscan.training.data import _fingerprints_key
+
+    for name in ("squad/dev.json", "train-docs/a.txt", "corpus/b.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("one")
+    before = {corpus: _fingerprints_key(tmp_path, corpus) for corpus in (False, True)}
+    (tmp_path / "train-docs" / "a.txt").write_text("two")  # training text: never read
+    assert {corpus: _fingerprints_key(tmp_path, corpus) for corpus in (False, True)} == before
+    (tmp_path / "corpus" / "b.txt").write_text("two")  # read only with the corpus
+    assert _fingerprints_key(tmp_path, False) == before[False]
+    assert _fingerprints_key(tmp_path, True) != before[True]
+    (tmp_path / "squad" / "dev.json").write_text("two")
+    assert _fingerprints_key(tmp_path, False) != before[False]
+
+
 def test_clean_paragraphs_keep_musique_training_documents_free_of_dev_sentences() -> None:
     from longscan.bench.builders import multihop_questions
 
