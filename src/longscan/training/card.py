@@ -133,8 +133,8 @@ def _named_text(synthetic: dict[str, Any]) -> str:
         return ""
     among = ""
     if "read_beside_others" in synthetic:
-        among = f""" {synthetic["read_beside_others"]} copies are read after or before other
-filers' spans whose questions share their words (`--named-among`), all their lines negatives."""
+        among = f""" {synthetic["read_beside_others"]} copies are read among other filers'
+spans whose questions share their words (`--named-among`), all their lines negatives."""
     return f""" Of them, {synthetic["named"]} are copies whose question names the filer
 (`--named-synthetic`; {synthetic["named_without_filer"]} examples had no filer to name).{among}"""
 

@@ -129,9 +129,7 @@ def test_train_mixes_in_the_named_copies_and_says_so(data_dir: Path, tmp_path: P
     card = (out / "MODEL_CARD.md").read_text()
     assert f"Of them, {named} are copies whose question names the filer" in card
     assert 0 < manifest["read_beside_others"] <= named  # the short spans have several filers
-    assert f"{manifest['read_beside_others']} copies are read after or before" in " ".join(
-        card.split()
-    )
+    assert f"{manifest['read_beside_others']} copies are read among other" in " ".join(card.split())
     alone = CliRunner().invoke(
         app, ["train", "--out", str(tmp_path / "x"), "--synthetic", str(path), "--named-among", "1"]
     )
