@@ -451,12 +451,14 @@ def usable_synthetic(
     fingerprints: set[bytes] | None = None,
     threshold: float = DECONTAMINATION_THRESHOLD,
     dropped: Callable[[SyntheticExample, SyntheticDrop], None] | None = None,
+    contaminated: Contaminated | None = None,
 ) -> Iterator[tuple[SyntheticExample, Document, np.ndarray]]:
     """The examples every reader may learn from, with their documents and labels
     (``synthetic_labels``): one whose labelled lines all say nothing, or whose span shares
     more than ``threshold`` of its sentences with evaluation text, is passed to ``dropped``
-    instead. A span several examples share is checked once."""
-    contaminated = Contaminated(fingerprints, threshold)
+    instead. A span several examples share is checked once (by ``contaminated``, when the
+    caller checks other spans too)."""
+    contaminated = contaminated or Contaminated(fingerprints, threshold)
     for example in examples:
         document, labels = synthetic_labels(example)
         reason: SyntheticDrop | None = None
@@ -512,8 +514,9 @@ def synthetic_training_set(
             doc_list.append(document)
         return documents[document.content_hash]
 
-    contaminated = Contaminated(fingerprints, threshold)
-    for example, document, labels in usable_synthetic(examples, fingerprints, threshold, dropped):
+    contaminated = Contaminated(fingerprints, threshold)  # an other span may be an example's
+    usable = usable_synthetic(examples, fingerprints, threshold, dropped, contaminated)
+    for example, document, labels in usable:
         parts = [(document, labels)]
         for other in (beside or {}).get(example.id, ()):
             other_document = Document(other.id, other.text)

@@ -14,6 +14,7 @@ section, a prospectus) gives no named copy.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
@@ -86,19 +87,22 @@ def named_copies(
     return copies, unnamed
 
 
+@functools.cache
+def _filer_of_file(path: Path) -> str | None:
+    """A source file's filer name, its cover page read once per process: naming the copies
+    and choosing the other filers beside them both ask."""
+    return filer_name(read_file(path).text) if path.is_file() else None
+
+
 class Filers:
-    """Each source's filer name, its cover page read once."""
+    """Each example's filer name, read from its source under ``sources`` (default the
+    reference data's ``train-docs/``)."""
 
     def __init__(self, sources: Path | None = None) -> None:
         self.root = sources or train_docs()
-        self.names: dict[str, str | None] = {}
 
     def of(self, example: SyntheticExample) -> str | None:
-        if example.source_id not in self.names:
-            path = self.root / example.source_id
-            text = read_file(path).text if path.is_file() else ""
-            self.names[example.source_id] = filer_name(text)
-        return self.names[example.source_id]
+        return _filer_of_file(self.root / example.source_id)
 
 
 _WORD = re.compile(r"[a-z0-9]+")
