@@ -724,6 +724,10 @@ def train_encoder_command(
     lr: Annotated[float, typer.Option(min=0.0)] = 2e-4,
     seed: Annotated[int, typer.Option()] = 0,
     threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 2,
+    init_from: Annotated[
+        Path | None,
+        typer.Option(help="Adapter folder to train on from (e.g. the shipped scanner's)."),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Fine-tune the bi-encoder (a LoRA adapter over the packaged MiniLM) on the re-scorer's
@@ -737,7 +741,11 @@ def train_encoder_command(
     torch.set_num_threads(threads)
     try:
         report = run_encoder_training(
-            out, pairs, EncoderTrainConfig(epochs, batch_size, lr, seed=seed)
+            out,
+            pairs,
+            EncoderTrainConfig(
+                epochs, batch_size, lr, seed=seed, init_from=init_from and str(init_from)
+            ),
         )
     except (ValueError, FileNotFoundError, ImportError) as error:
         raise _fail(str(error)) from None

@@ -27,6 +27,7 @@ from longscan.rerankers.cross_encoder import CONTEXT_SEPARATOR
 from longscan.training.finetune import (
     add_lora,
     dataset_class,
+    load_start,
     logged_losses,
     recipe_card,
     trainer_arguments,
@@ -59,6 +60,9 @@ class EncoderTrainConfig:
     # word pieces per text while training: a batch pads to its longest text, and questions
     # and sentences rarely run longer (encoding later reads up to MiniLM's 256)
     adapter: AdapterConfig = AdapterConfig(max_length=64)
+    # an adapter folder to start from instead of a fresh one: a shipped bi-encoder trained
+    # further on new pairs (with some of its old ones replayed) keeps what it had learned
+    init_from: str | None = None
 
 
 def sentence_of(passage: str) -> str:
@@ -133,6 +137,11 @@ def train_encoder(
     model = packaged_model()
     model.max_seq_length = config.adapter.max_length
     add_lora(model, config.adapter, task_type="FEATURE_EXTRACTION")
+    started_from = None
+    if config.init_from is not None:
+        started_from = load_start(
+            model[0].auto_model, config.init_from, config.adapter, "longscan train-encoder"
+        )
     data = dataset.from_dict(
         {
             "anchor": [t.anchor for t in triplets],
@@ -170,6 +179,7 @@ def train_encoder(
         "seconds": round(time.perf_counter() - started, 1),
         "losses": logged_losses(trainer),
         "recipe": recipe_card(config, loss),
+        "init_from_sha256": started_from,
     }
     tensors = adapter_tensors(model[0].auto_model)
     save_adapter(out_dir, tensors, config.adapter, {**(card or {}), **report}, __version__)

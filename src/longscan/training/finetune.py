@@ -92,6 +92,30 @@ def recipe_card(recipe: Recipe, loss: str) -> dict[str, Any]:
     return {**{k: v for k, v in fields.items() if k != "adapter"}, "loss": loss}
 
 
+def load_start(module: Any, directory: str, adapter: AdapterConfig, rebuild: str) -> str:
+    """Copy the adapter in ``directory`` into ``module``'s fresh LoRA updates (and head), so
+    training goes on from it rather than from zero; returns its weights' SHA-256 for the
+    model card. ``rebuild`` names the command that makes such an adapter.
+
+    Raises:
+        AdapterError: unreadable, or shaped unlike ``adapter``.
+    """
+    import torch
+
+    from longscan.encoders.adapter import AdapterError, adapter_tensors, read_adapter
+
+    start = read_adapter(directory, rebuild=rebuild)
+    if start.config != adapter:
+        raise AdapterError(f"{directory}: {start.config} is not {adapter}")
+    trainable = adapter_tensors(module)
+    if set(trainable) != set(start.tensors):
+        raise AdapterError(f"{directory}: its tensors name other layers")
+    with torch.no_grad():
+        for name, parameter in trainable.items():
+            parameter.copy_(start.tensors[name].reshape(parameter.shape))
+    return start.digest
+
+
 def _missing(error: ImportError) -> ImportError:
     return ImportError(
         f"fine-tuning needs the [train] extra ({error.name} is missing): "

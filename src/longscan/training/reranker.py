@@ -42,6 +42,7 @@ from longscan.training.data import (
 from longscan.training.finetune import (
     add_lora,
     dataset_class,
+    load_start,
     logged_losses,
     recipe_card,
     trainer_arguments,
@@ -327,29 +328,6 @@ def _pair_loss(model: Any, pairs: Sequence[Pair], pos_weight: Any) -> float:
     return float(loss)
 
 
-def load_start(model: Any, directory: str, adapter: AdapterConfig) -> str:
-    """Copy the adapter in ``directory`` into ``model``'s fresh LoRA updates and head, so
-    training goes on from it; returns its weights' SHA-256 for the model card.
-
-    Raises:
-        AdapterError: unreadable, or shaped unlike ``adapter``.
-    """
-    import torch
-
-    from longscan.encoders.adapter import AdapterError, read_adapter
-
-    start = read_adapter(directory, rebuild="longscan train-reranker")
-    if start.config != adapter:
-        raise AdapterError(f"{directory}: {start.config} is not {adapter}")
-    trainable = adapter_tensors(model[0].model)
-    if set(trainable) != set(start.tensors):
-        raise AdapterError(f"{directory}: its tensors name other layers")
-    with torch.no_grad():
-        for name, parameter in trainable.items():
-            parameter.copy_(start.tensors[name].reshape(parameter.shape))
-    return start.digest
-
-
 def train_reranker(
     pairs: Sequence[Pair],
     out_dir: Path,
@@ -382,7 +360,9 @@ def train_reranker(
     add_lora(model, config.adapter, modules_to_save=["classifier"], task_type="SEQ_CLS")
     started_from = None
     if config.init_from is not None:
-        started_from = load_start(model, config.init_from, config.adapter)
+        started_from = load_start(
+            model[0].model, config.init_from, config.adapter, "longscan train-reranker"
+        )
     positives = sum(p.label for p in pairs)
     pos_weight = torch.tensor((len(pairs) - positives) / max(positives, 1.0), device=device)
     loss = BinaryCrossEntropyLoss(model, pos_weight=pos_weight)

@@ -62,3 +62,32 @@ def test_a_corrupt_encoder_adapter_is_refused_with_the_file_named(tuned, tmp_pat
     (copy / WEIGHTS_FILE).write_bytes(bytes(raw))
     with pytest.raises(AdapterError, match=f"{WEIGHTS_FILE}.*SHA-256.*corrupt"):
         get_encoder(adapter=str(copy))
+
+
+def test_training_goes_on_from_an_adapter_and_refuses_one_of_another_shape(
+    tiny_pairs, tuned, tmp_path: Path
+) -> None:
+    from longscan.encoders.adapter import AdapterConfig, read_adapter
+    from longscan.training.encoder import EncoderTrainConfig, train_encoder
+
+    start, _ = tuned
+    shape = AdapterConfig(8, 16, max_length=64)
+    triplets = encoder_triplets(tiny_pairs[0])
+    config = EncoderTrainConfig(
+        epochs=1, batch_size=4, learning_rate=0.0, adapter=shape, init_from=str(start)
+    )
+    out = tmp_path / "continued"
+    report = train_encoder(triplets, out, config, progress=False)
+    before, after = read_adapter(start, "test"), read_adapter(out, "test")
+    assert report["init_from_sha256"] == before.digest
+    assert set(before.tensors) == set(after.tensors)
+    for name, tensor in before.tensors.items():  # a zero learning rate changes nothing
+        np.testing.assert_array_equal(tensor.numpy(), after.tensors[name].numpy())
+    units = ["Farmers plant rice after the water recedes."]
+    np.testing.assert_allclose(
+        get_encoder(adapter=str(start)).encode(units), get_encoder(adapter=str(out)).encode(units)
+    )
+    with pytest.raises(AdapterError, match="is not"):
+        train_encoder(
+            triplets, tmp_path / "other", EncoderTrainConfig(init_from=str(start)), progress=False
+        )
