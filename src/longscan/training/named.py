@@ -136,7 +136,7 @@ def other_filers(
     chosen: dict[str, list[SyntheticExample]] = {}
     for copy in copies:
         name = names.of(copy)
-        words = content_words(copy.question, leave_out=name or "")
+        words, own = content_words(copy.question, leave_out=name or ""), _same(name)
         ranked = sorted(
             (
                 -len(words & other_words),
@@ -144,7 +144,7 @@ def other_filers(
                 index,
             )
             for index, (other, other_name, other_words) in enumerate(candidates)
-            if other_name != _same(name)
+            if other_name != own
         )
         chosen[copy.id] = [candidates[index][0] for _, _, index in ranked[:among]]
     return chosen
