@@ -728,6 +728,13 @@ def train_encoder_command(
         Path | None,
         typer.Option(help="Adapter folder to train on from (e.g. the shipped scanner's)."),
     ] = None,
+    synthetic_from: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Keep the synthetic pairs of these `synth` example files' questions only "
+            "(e.g. `synth-agree`'s output); repeatable."
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Fine-tune the bi-encoder (a LoRA adapter over the packaged MiniLM) on the re-scorer's
@@ -746,6 +753,7 @@ def train_encoder_command(
             EncoderTrainConfig(
                 epochs, batch_size, lr, seed=seed, init_from=init_from and str(init_from)
             ),
+            synthetic_from=synthetic_from or (),
         )
     except (ValueError, FileNotFoundError, ImportError) as error:
         raise _fail(str(error)) from None

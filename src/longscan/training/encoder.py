@@ -14,6 +14,7 @@ merges it, and its hash joins the encoder name that keys every vector cache.
 
 from __future__ import annotations
 
+import json
 import random
 import tempfile
 import time
@@ -34,6 +35,7 @@ from longscan.training.finetune import (
 )
 from longscan.training.reranker import Pair
 
+SYNTHETIC = "synthetic/"  # how a mined pair of a synth example names its source
 MNRL_SCALE = 20.0  # sentence-transformers' default: cosine similarities times 20 as logits
 PROBE_TRIPLETS = 256  # triplets whose loss is measured before and after training
 
@@ -186,17 +188,45 @@ def train_encoder(
     return report
 
 
+def example_questions(paths: Sequence[Path]) -> set[str]:
+    """The questions of ``longscan synth`` example files (whole or packed lines alike).
+
+    Raises:
+        ValueError: a line that is not a JSON object with a question.
+    """
+    questions = set()
+    for path in paths:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    questions.add(str(json.loads(line)["question"]))
+                except (ValueError, KeyError, TypeError) as error:
+                    raise ValueError(f"{path}:{number}: not a synth example ({error})") from None
+    return questions
+
+
+def synthetic_kept(pairs: Sequence[Pair], questions: set[str]) -> list[Pair]:
+    """``pairs`` but those of synthetic questions not in ``questions``: the pairs mined from
+    every written question, narrowed to those a filter kept (``synth-agree``)."""
+    return [p for p in pairs if not p.source.startswith(SYNTHETIC) or p.query in questions]
+
+
 def run_encoder_training(
     out_dir: Path,
     pairs_path: Path,
     config: EncoderTrainConfig = EncoderTrainConfig(),
     progress: bool = True,
+    synthetic_from: Sequence[Path] = (),
 ) -> dict[str, Any]:
-    """Everything ``longscan train-encoder`` does: read the pairs ``train-reranker`` mined,
-    make triplets, fine-tune, save. Returns the report.
+    """Everything ``longscan train-encoder`` does: read the pairs ``train-reranker`` mined
+    (with ``synthetic_from``, only the synthetic questions of those example files), make
+    triplets, fine-tune, save. Returns the report.
 
     Raises:
         FileNotFoundError: no pairs file (``longscan train-reranker --pairs-cache`` writes it).
+        ValueError: an example file that is not one.
     """
     from longscan.training.reranker import load_pairs, pair_counts
 
@@ -207,8 +237,13 @@ def run_encoder_training(
         )
     started = time.perf_counter()
     pairs = load_pairs(pairs_path)
+    data: dict[str, Any] = {"pairs_file": pairs_path.name}
+    if synthetic_from:
+        data["synthetic_from"] = [path.name for path in synthetic_from]
+        data["pairs_mined"] = len(pairs)
+        pairs = synthetic_kept(pairs, example_questions(synthetic_from))
     triplets = encoder_triplets(pairs, config.seed)
-    card = {"data": {"pairs_file": pairs_path.name, "pairs": pair_counts(pairs)}}
+    card = {"data": {**data, "pairs": pair_counts(pairs)}}
     report = train_encoder(triplets, out_dir, config, card, progress)
     report["seconds_total"] = round(time.perf_counter() - started, 1)
     return report
@@ -218,7 +253,9 @@ __all__ = [
     "EncoderTrainConfig",
     "Triplet",
     "encoder_triplets",
+    "example_questions",
     "run_encoder_training",
     "sentence_of",
+    "synthetic_kept",
     "train_encoder",
 ]

@@ -91,3 +91,29 @@ def test_training_goes_on_from_an_adapter_and_refuses_one_of_another_shape(
         train_encoder(
             triplets, tmp_path / "other", EncoderTrainConfig(init_from=str(start)), progress=False
         )
+
+
+def test_synthetic_pairs_are_kept_only_for_the_questions_of_the_files_named(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from longscan.training.encoder import example_questions, synthetic_kept
+    from longscan.training.reranker import Pair
+
+    kept_question, dropped_question = "What was the 2024 revenue?", "Who signed the lease?"
+    pairs = [
+        Pair("Where is Paris?", "Paris is in France.", 1.0, "hop1", "squad"),
+        Pair(kept_question, "Revenue was $5 million.", 1.0, "hop1", "synthetic/table"),
+        Pair(kept_question, "Rent was $3,095.", 0.0, "hop1", "synthetic/table"),
+        Pair(dropped_question, "The lessee signed it.", 1.0, "hop1", "synthetic/chunk"),
+    ]
+    agreed = tmp_path / "agreed.jsonl"
+    agreed.write_text(json.dumps({"id": "table-1", "question": kept_question}) + "\n\n")
+    questions = example_questions([agreed])
+    assert questions == {kept_question}
+    assert synthetic_kept(pairs, questions) == pairs[:3]  # Wikipedia pairs always stay
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "x"}\n')
+    with pytest.raises(ValueError, match="broken.jsonl:1: not a synth example"):
+        example_questions([broken])
