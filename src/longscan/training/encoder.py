@@ -33,9 +33,8 @@ from longscan.training.finetune import (
     recipe_card,
     trainer_arguments,
 )
-from longscan.training.reranker import Pair
+from longscan.training.reranker import SYNTHETIC_SOURCE, Pair
 
-SYNTHETIC = "synthetic/"  # how a mined pair of a synth example names its source
 MNRL_SCALE = 20.0  # sentence-transformers' default: cosine similarities times 20 as logits
 PROBE_TRIPLETS = 256  # triplets whose loss is measured before and after training
 
@@ -210,7 +209,7 @@ def example_questions(paths: Sequence[Path]) -> set[str]:
 def synthetic_kept(pairs: Sequence[Pair], questions: set[str]) -> list[Pair]:
     """``pairs`` but those of synthetic questions not in ``questions``: the pairs mined from
     every written question, narrowed to those a filter kept (``synth-agree``)."""
-    return [p for p in pairs if not p.source.startswith(SYNTHETIC) or p.query in questions]
+    return [p for p in pairs if not p.source.startswith(SYNTHETIC_SOURCE) or p.query in questions]
 
 
 def run_encoder_training(

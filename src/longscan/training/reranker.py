@@ -52,6 +52,9 @@ if TYPE_CHECKING:
     from longscan.training.synthetic import SyntheticExample
 
 
+SYNTHETIC_SOURCE = "synthetic/"  # a synth example's pairs: this, then its strategy
+
+
 @dataclass
 class Pair:
     """One training pair: ``label`` 1.0 when ``passage`` is evidence for ``query``."""
@@ -226,7 +229,7 @@ def mine_synthetic_pairs(
     read = track(examples, "mining synthetic pairs", enabled=progress)
     for example, document, labels in usable_synthetic(read, fingerprints, threshold, count):
         gold = set(np.flatnonzero(labels).tolist())
-        source = f"synthetic/{example.strategy}"
+        source = SYNTHETIC_SOURCE + example.strategy
         pairs += miner.document_pairs(document, example.question, gold, source, False)
     return pairs, dropped
 
