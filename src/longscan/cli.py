@@ -739,7 +739,8 @@ def train_encoder_command(
 ) -> None:
     """Fine-tune the bi-encoder (a LoRA adapter over the packaged MiniLM) on the re-scorer's
     mined first-round pairs: each question against its gold sentence, one mined look-alike
-    and the batch's other sentences (MultipleNegativesRankingLoss)."""
+    and the batch's other sentences (MultipleNegativesRankingLoss). Runs on a GPU when torch
+    sees one (LONGSCAN_DEVICE chooses), in float32 as on the CPU."""
     _setup_logging(verbose)
     import torch
 

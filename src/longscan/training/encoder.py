@@ -106,7 +106,7 @@ def _probe_loss(model: Any, triplets: Sequence[Triplet]) -> float:
     anchors = encode([t.anchor for t in triplets])
     candidates = encode([t.positive for t in triplets] + [t.negative for t in triplets])
     logits = anchors @ candidates.T * MNRL_SCALE
-    labels = torch.arange(len(triplets))
+    labels = torch.arange(len(triplets), device=logits.device)
     return float(torch.nn.functional.cross_entropy(logits, labels))
 
 
@@ -129,11 +129,13 @@ def train_encoder(
     )
 
     from longscan import __version__
+    from longscan.devices import device_name, torch_device
     from longscan.encoders.minilm import packaged_model
 
     if not triplets:
         raise ValueError("no training triplets")
     dataset = dataset_class()
+    device = torch_device()  # what packaged_model loads onto; the trainer must not move it
     torch.manual_seed(config.seed)
     model = packaged_model()
     model.max_seq_length = config.adapter.max_length
@@ -161,6 +163,7 @@ def train_encoder(
             config,
             len(triplets),
             progress,
+            device,
             batch_sampler=BatchSamplers.NO_DUPLICATES,
         )
         trainer = SentenceTransformerTrainer(
@@ -178,6 +181,7 @@ def train_encoder(
         "triplets": len(triplets),
         "steps": int(result.global_step),
         "seconds": round(time.perf_counter() - started, 1),
+        "device": device_name(device),
         "losses": logged_losses(trainer),
         "recipe": recipe_card(config, loss),
         "init_from_sha256": started_from,

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from longscan.devices import device_name, torch_device
 from longscan.documents import Document
 from longscan.encoders.adapter import WEIGHTS_FILE, AdapterError
 from longscan.encoders.cache import EmbeddingCache
@@ -30,10 +31,13 @@ def test_triplets_pair_each_gold_sentence_with_a_look_alike_of_its_question(
         assert " [SEP] " not in triplet.positive + triplet.negative  # the sentence alone
 
 
-def test_fine_tuning_lowers_the_loss(tuned) -> None:
+def test_fine_tuning_lowers_the_loss_on_the_device_it_records(tuned) -> None:
     _, report = tuned
     assert report["steps"] >= 4
     assert report["final_loss"] < report["initial_loss"]
+    # the model and the trainer share one device (the trainer once pulled a GPU model back
+    # to the CPU, and the probe loss then mixed devices)
+    assert report["device"] == device_name(torch_device())
 
 
 def test_the_adapter_changes_the_vectors_and_the_cache_key(tuned, tmp_path: Path) -> None:
