@@ -129,15 +129,15 @@ def train_encoder(
     )
 
     from longscan import __version__
-    from longscan.devices import device_name, torch_device
+    from longscan.devices import device_name
     from longscan.encoders.minilm import packaged_model
 
     if not triplets:
         raise ValueError("no training triplets")
     dataset = dataset_class()
-    device = torch_device()  # what packaged_model loads onto; the trainer must not move it
     torch.manual_seed(config.seed)
     model = packaged_model()
+    device = str(model.device)  # where packaged_model put it: the trainer must not move it
     model.max_seq_length = config.adapter.max_length
     add_lora(model, config.adapter, task_type="FEATURE_EXTRACTION")
     started_from = None
