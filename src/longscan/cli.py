@@ -577,6 +577,14 @@ def train_command(
             "sentence (their spans never do otherwise).",
         ),
     ] = 0.0,
+    row_context_negative: Annotated[
+        bool,
+        typer.Option(
+            "--row-context-negative",
+            help="A synthetic example's labelled title, column header or group line of one of "
+            "its labelled table rows is a negative: evidence carries a row's context with it.",
+        ),
+    ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train the scanner on the shared datasets' train splits and/or synthetic examples, and
@@ -641,6 +649,7 @@ def train_command(
             context_tokens=context_tokens,
             table_context=table_context,
             evidence_first=evidence_first,
+            row_context_negative=row_context_negative,
         )
         report = run_training(args, out, data_cache=data_cache)
     except (ValueError, FileNotFoundError, CheckpointError) as error:

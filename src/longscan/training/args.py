@@ -53,6 +53,9 @@ class TrainingArgs:
             labelled sentence (``begin_some_at_evidence``); their spans never do otherwise.
         table_context: The encoder reads a table row after its table's title, column
             header and row group (``ContextualSentenceEncoder``).
+        row_context_negative: A synthetic example's labelled line that is the title, column
+            header or group of one of its labelled table rows is a negative
+            (``synthetic_labels``).
     """
 
     model: ScannerConfig = field(default_factory=ScannerConfig)
@@ -82,6 +85,7 @@ class TrainingArgs:
     context_tokens: int = DEFAULT_WINDOW_TOKENS
     table_context: bool = False
     evidence_first: float = 0.0
+    row_context_negative: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -29,6 +29,7 @@ def model_card(report: dict[str, Any], command: str) -> str:
         (None, train) if train["split"] == "synthetic" else (train, train.get("synthetic"))
     )
     parts = [part for part in (datasets, synthetic) if part]
+    synthetic_text = _synthetic_text(synthetic, args.get("row_context_negative", False))
     sources = "\n".join(
         f"| {name} | {counts['kept']} | {counts['dropped']} |"
         for part in parts
@@ -71,7 +72,7 @@ Seed {args["seed"]}; builder seeds {args["seeds"]}; {report["machine"]}.
 
 ## Data
 
-{_datasets_text(args, musique) if datasets else ""}{_synthetic_text(synthetic)}
+{_datasets_text(args, musique) if datasets else ""}{synthetic_text}
 Decontamination: a document sharing more than
 {args["decontamination_threshold"]:.0%} of its sentences with any development or benchmark
 document (SQuAD/HotpotQA/MuSiQue dev, L-Eval, Loong) is dropped.
@@ -117,14 +118,20 @@ HotpotQA supporting sentence, {musique}).
 """
 
 
-def _synthetic_text(synthetic: dict[str, Any] | None) -> str:
+def _synthetic_text(synthetic: dict[str, Any] | None, row_context_negative: bool) -> str:
     if not synthetic:
         return ""
+    context = (
+        " A labelled title, column header or group line of a labelled table row is a negative"
+        " (`--row-context-negative`): evidence carries it with the row."
+        if row_context_negative
+        else ""
+    )
     return f"""Synthetic examples (`longscan synth` files, each as often as it was named; rows
 synthetic/strategy below): {synthetic["examples"]} LLM-written questions over
 {synthetic["documents"]} distinct spans, labelled with the sentences the question was written
 from; {synthetic.get("starting_at_evidence", 0)} of them cut to begin at their first labelled
-sentence (`--evidence-first`).{_named_text(synthetic)}
+sentence (`--evidence-first`).{context}{_named_text(synthetic)}
 """
 
 

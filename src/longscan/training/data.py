@@ -410,9 +410,18 @@ def says_something(text: str) -> bool:
     return bool(_LETTER.search(text)) or sum(bool(_FIGURE.search(w)) for w in text.split()) >= 2
 
 
-def synthetic_labels(example: SyntheticExample) -> tuple[Document, np.ndarray]:
+def synthetic_labels(
+    example: SyntheticExample, row_context_negative: bool = False
+) -> tuple[Document, np.ndarray]:
     """A synthetic example's text as a document, and 1 for each of its labelled sentences
-    that ``says_something``."""
+    that ``says_something``.
+
+    ``row_context_negative``: a labelled line that is the title, column header or group of a
+    labelled table row (``Document.row_context``) is labelled 0. Evidence always carries a
+    row's context with it, so such a line is what the row is read with, not evidence of its
+    own; a writer who labels the run of lines down to the figure labels it too (17% of the
+    committed table examples' labels), and a scanner taught so ranks a filing's titles and
+    name lines above its rows."""
     document = Document(example.id, example.text)
     gold = set(example.labels)
     labels = np.array(
@@ -422,6 +431,10 @@ def synthetic_labels(example: SyntheticExample) -> tuple[Document, np.ndarray]:
         ],
         np.float32,
     )
+    if row_context_negative:
+        for row, context in document.row_context.items():
+            if labels[row]:
+                labels[list(context)] = 0.0
     return document, labels
 
 
@@ -452,6 +465,7 @@ def usable_synthetic(
     threshold: float = DECONTAMINATION_THRESHOLD,
     dropped: Callable[[SyntheticExample, SyntheticDrop], None] | None = None,
     contaminated: Contaminated | None = None,
+    row_context_negative: bool = False,
 ) -> Iterator[tuple[SyntheticExample, Document, np.ndarray]]:
     """The examples every reader may learn from, with their documents and labels
     (``synthetic_labels``): one whose labelled lines all say nothing, or whose span shares
@@ -460,7 +474,7 @@ def usable_synthetic(
     caller checks other spans too)."""
     contaminated = contaminated or Contaminated(fingerprints, threshold)
     for example in examples:
-        document, labels = synthetic_labels(example)
+        document, labels = synthetic_labels(example, row_context_negative)
         reason: SyntheticDrop | None = None
         if not labels.any():
             reason = "without_content"
@@ -480,12 +494,14 @@ def synthetic_training_set(
     progress: bool = True,
     cache: EmbeddingCache | None = None,
     beside: Mapping[str, Sequence[SyntheticExample]] | None = None,
+    row_context_negative: bool = False,
 ) -> TrainingSet:
     """``longscan synth`` examples as tensors, decontaminated like the dataset examples; a
     span that several examples share (or a file named twice) is encoded once, through
     ``cache`` when given, so later runs encode nothing. ``beside`` names, by example id,
     other examples whose spans are read with its own, in an order its id's hash picks, all
-    their lines negatives (a contaminated one is left out)."""
+    their lines negatives (a contaminated one is left out). ``row_context_negative``: see
+    ``synthetic_labels``."""
     manifest: dict[str, Any] = {
         "split": "synthetic",
         "encoder": encoder.name,
@@ -515,7 +531,9 @@ def synthetic_training_set(
         return documents[document.content_hash]
 
     contaminated = Contaminated(fingerprints, threshold)  # an other span may be an example's
-    usable = usable_synthetic(examples, fingerprints, threshold, dropped, contaminated)
+    usable = usable_synthetic(
+        examples, fingerprints, threshold, dropped, contaminated, row_context_negative
+    )
     for example, document, labels in usable:
         parts = [(document, labels)]
         for other in (beside or {}).get(example.id, ()):

@@ -91,6 +91,8 @@ def _data_key(args: TrainingArgs) -> str:
         args.evidence_first,
         SYNTHETIC_DEV_FRACTION,
     )
+    if args.row_context_negative:  # other labels for the same examples
+        parts += ("row_context_negative",)
     if args.named_synthetic:  # copies whose questions this code names
         named_files = tuple(_file_digest(Path(path)) for path in args.named_synthetic)
         parts += (named_files, _file_digest(Path(named_module.__file__)), args.named_among)
@@ -195,6 +197,7 @@ class _DataBuilder:
             self.progress,
             self.vectors,
             beside,
+            args.row_context_negative,
         )
         if not part.labels:
             raise ValueError(
@@ -216,7 +219,12 @@ class _DataBuilder:
         return _cached(
             self.folder(_data_key(self.args), "dev"),
             lambda: synthetic_training_set(
-                self.encoder, self.held_out(), None, progress=self.progress, cache=self.vectors
+                self.encoder,
+                self.held_out(),
+                None,
+                progress=self.progress,
+                cache=self.vectors,
+                row_context_negative=self.args.row_context_negative,
             ),
         )
 

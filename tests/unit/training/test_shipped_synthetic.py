@@ -173,3 +173,27 @@ def test_every_reader_drops_the_same_synthetic_examples_and_checks_a_span_once(
         assert np.array_equal(labels, synthetic_labels(example)[1]) and labels.any()
         assert document.text == example.text
     assert sorted(checked) == sorted(e.id for e in examples)  # once per span
+
+
+def test_a_labelled_rows_context_lines_are_negatives_only_when_asked(data_dir: Path) -> None:
+    """``row_context_negative``: of the committed table examples over real filings, a labelled
+    title, column header or group line of a labelled row turns negative; the rows themselves,
+    every other positive and every unlabelled line keep their labels."""
+    from longscan.training.data import synthetic_labels
+
+    examples = shipped_examples("synthetic-tables", data_dir)[:120]
+    turned = 0
+    for example in examples:
+        document, plain = synthetic_labels(example)
+        _, relabelled = synthetic_labels(example, row_context_negative=True)
+        context = {
+            unit for row, units in document.row_context.items() if plain[row] for unit in units
+        }
+        for unit, (before, after) in enumerate(zip(plain, relabelled, strict=True)):
+            assert after == (0.0 if unit in context else before)
+        rows = [row for row in document.row_context if plain[row] and row not in context]
+        assert all(relabelled[row] == 1 for row in rows)
+        turned += int(plain.sum() - relabelled.sum())
+        text = document.sentence_texts()
+        assert all(text[unit].strip() for unit in context)  # real lines, cut where they are
+    assert turned > 0  # the committed examples hold such labels: the rule is exercised
