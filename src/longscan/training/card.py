@@ -77,10 +77,11 @@ Decontamination: a document sharing more than
 {args["decontamination_threshold"]:.0%} of its sentences with any development or benchmark
 document (SQuAD/HotpotQA/MuSiQue dev, L-Eval, Loong) is dropped.
 
-| source | examples kept | documents dropped as contaminated |
+| source | examples kept | dropped |
 |---|---:|---:|
 {sources}
 
+{_drops_text(datasets, synthetic)}
 Training: {sum(part["examples"] for part in parts)} examples over
 {sum(part["documents"] for part in parts)} documents
 ({sentences:,} sentences, {positive_rate:.2%} positive).
@@ -133,6 +134,18 @@ synthetic/strategy below): {synthetic["examples"]} LLM-written questions over
 from; {synthetic.get("starting_at_evidence", 0)} of them cut to begin at their first labelled
 sentence (`--evidence-first`).{context}{_named_text(synthetic)}
 """
+
+
+def _drops_text(datasets: dict[str, Any] | None, synthetic: dict[str, Any] | None) -> str:
+    """A dataset's document is dropped only as contaminated; a synthetic example also when no
+    labelled line of it says something."""
+    said = ["A dataset's dropped documents shared evaluation text."] if datasets else []
+    if synthetic:
+        said.append(
+            f"Of the synthetic examples, {synthetic['dropped_contaminated']} shared it and"
+            f" {synthetic['dropped_without_content']} labelled no line that says something."
+        )
+    return " ".join(said) + "\n"
 
 
 def _named_text(synthetic: dict[str, Any]) -> str:

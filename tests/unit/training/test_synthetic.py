@@ -310,6 +310,11 @@ def test_one_command_fine_tunes_the_shipped_checkpoint_on_synthetic_examples(
     assert f"Training: {manifest['examples']} examples" in card
     cut = manifest["starting_at_evidence"]
     assert 0 < cut < 12 and f"{cut} of them cut to begin at their first labelled" in card
+    drops = (  # a synthetic drop's reason is said, a dataset's absent ones are not
+        f"Of the synthetic examples, {manifest['dropped_contaminated']} shared it and "
+        f"{manifest['dropped_without_content']} labelled no line"
+    )
+    assert drops in card and "A dataset's" not in card
 
 
 def test_a_refused_request_is_a_counted_drop_but_an_outage_stops_the_run(
