@@ -95,6 +95,25 @@ def is_label(text: str) -> bool:
     )
 
 
+def is_period_line(text: str) -> bool:
+    """A short line that dates a table's columns above its line of years: "Three months ended
+    March 31," over "2024 2023", or "Fiscal 2024". It is part of the column header, so the
+    title block above it is still found."""
+    stripped = text.rstrip()
+    return (
+        0 < len(text.split()) <= MAX_LABEL_WORDS
+        and bool(_MONTH.search(text) or _YEAR.search(text))
+        and not is_row(text)
+        and not stripped.endswith((".", "?", "!", ";"))
+    )
+
+
+def closes_group(text: str) -> bool:
+    """A row that totals its group ("Total Costs and Expenses 5,774 4,344"): the rows below it
+    are outside that group."""
+    return row_label(text).lower().startswith("total")
+
+
 def is_table_note(text: str) -> bool:
     """A line wholly in parentheses: "(In millions, except per-share amounts)", "(Unaudited)".
     Under a table's title it qualifies the figures; it may be longer than a label."""
@@ -154,27 +173,36 @@ def row_context(document: Document) -> dict[int, tuple[int, ...]]:
     column header (every date line of it), the section label between the header and the row
     ("LIABILITIES AND EQUITY") and the row's group label (the nearest label ending in ``:``).
     Running page headers are never context. A row with no column header within
-    ``LOOK_BACK`` units takes the nearest label above it as its title. Rows with none of
-    these are left out."""
+    ``LOOK_BACK`` units takes the nearest label above it as its title. A group closed by
+    a total row between it and the row ("Total Costs and Expenses") is not the row's group.
+    Rows with none of these are left out."""
     texts = document.sentence_texts()
     rows = [is_row(text) for text in texts]  # each unit classified once, not once per row
     labels = [is_label(text) for text in texts]
     headers = [is_column_header(text) for text in texts]
+    periods = [is_period_line(text) for text in texts]
     notes = [is_table_note(text) for text in texts]
+    totals = [row and closes_group(text) for row, text in zip(rows, texts, strict=True)]
     furniture = running_headers(texts, labels)
     context: dict[int, tuple[int, ...]] = {}
     for index in (i for i, row in enumerate(rows) if row):
         found: list[int] = []
         group = section = None
+        closed = 0  # groups that total rows between here and the row have closed
         above = index - 1
         while above >= max(index - LOOK_BACK, 0):
             if above in furniture:
                 pass
             elif headers[above]:
-                found = _header_and_title(above, headers, labels, notes, furniture)
+                found = _header_and_title(above, headers, periods, labels, notes, furniture)
                 break
+            elif totals[above]:
+                closed += 1
             elif labels[above] and texts[above].rstrip().endswith(":"):
-                group = above if group is None and section is None else group
+                if closed:
+                    closed -= 1
+                elif group is None and section is None:
+                    group = above
             elif labels[above] and section is None:
                 section = above
             above -= 1
@@ -185,14 +213,20 @@ def row_context(document: Document) -> dict[int, tuple[int, ...]]:
 
 
 def _header_and_title(
-    header: int, headers: list[bool], labels: list[bool], notes: list[bool], furniture: set[int]
+    header: int,
+    headers: list[bool],
+    periods: list[bool],
+    labels: list[bool],
+    notes: list[bool],
+    furniture: set[int],
 ) -> list[int]:
-    """The column header's lines, from its lowest ``header`` up, and the title block right
-    above them: up to ``TITLE_LINES`` labels, up to anything else or a running page header.
-    Notes such as "(Unaudited)" are passed over: they would crowd out the statement's name."""
+    """The column header's lines, from its lowest ``header`` up (its date lines, and the
+    period lines above them), and the title block right above them: up to ``TITLE_LINES``
+    labels, up to anything else or a running page header. Notes such as "(Unaudited)" are
+    passed over: they would crowd out the statement's name."""
     found = [header]
     above = header - 1
-    while above >= 0 and headers[above] and above not in furniture:
+    while above >= 0 and (headers[above] or periods[above]) and above not in furniture:
         found.append(above)
         above -= 1
     title = 0

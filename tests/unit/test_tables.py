@@ -11,7 +11,14 @@ from longscan.answering.pipelines import format_evidence
 from longscan.documents import Document, Evidence, read_file
 from longscan.rerankers.cross_encoder import sentence_in_context
 from longscan.selection import with_table_context
-from longscan.tables import is_column_header, is_label, is_row, row_context, running_headers
+from longscan.tables import (
+    is_column_header,
+    is_label,
+    is_period_line,
+    is_row,
+    row_context,
+    running_headers,
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +61,34 @@ def test_a_row_deep_in_a_statement_still_finds_its_header_and_title(filing: Docu
     assert lines[title + 1].startswith("CONDENSED CONSOLIDATED BALANCE SHEETS")
     assert any(is_column_header(line) and "2025" in line for line in lines)
     assert row - min(row_context(filing)[row]) > 20  # far above the row
+
+
+def test_a_period_line_is_part_of_the_header_and_a_total_closes_its_group(
+    data_dir: Path,
+) -> None:
+    """Netflix's balance sheet dates its columns on two lines ("As of December 31," over
+    "2024 2023"): the first belongs to the column header, so the title block above it (the
+    issuer and the statement) is still found. "Total current assets" closes "Current
+    assets:", so the rows below it are read without that group."""
+    filing = read_file(
+        data_dir / "train-docs" / "sec-full-filings" / "nflx_nflx-10-k-2025-01-27.txt"
+    )
+    texts = filing.sentence_texts()
+    context = row_context(filing)
+
+    def read_with(prefix: str) -> list[str]:
+        row = next(i for i in context if texts[i].startswith(prefix))
+        return [" ".join(texts[i].split()) for i in context[row]]
+
+    total = read_with("Total assets ")
+    assert total[:4] == ["NETFLIX, INC.", "CONSOLIDATED BALANCE SHEETS", "As of December 31,",
+                         "2024 2023"]  # fmt: skip
+    assert is_period_line("As of December 31,") and "Current assets:" not in total
+    assert read_with("Total current assets ")[-1] == "Current assets:"
+    assert read_with("Cash and cash equivalents $")[-1] == "Current assets:"
+    assert not is_period_line("2024 2023 2022 1,390 1,693") and not is_period_line(
+        "The Company adopted the standard on January 1, 2024."
+    )  # a row, and a sentence
 
 
 def test_running_page_headers_are_never_a_rows_context(data_dir: Path) -> None:
