@@ -420,8 +420,8 @@ def synthetic_labels(
     labelled table row (``Document.row_context``) is labelled 0. Evidence always carries a
     row's context with it, so such a line is what the row is read with, not evidence of its
     own; a writer who labels the run of lines down to the figure labels it too (17% of the
-    committed table examples' labels), and a scanner taught so ranks a filing's titles and
-    name lines above its rows."""
+    committed table examples' labels). A labelled row is processed before any row below it,
+    so each row's own label is the writer's when its context is cleared."""
     document = Document(example.id, example.text)
     gold = set(example.labels)
     labels = np.array(
