@@ -12,8 +12,9 @@ Every set is one ``run_benchmark`` call, so every retriever reads the same items
 - prose: HotpotQA in 20k-word documents (100 items), MuSiQue in 20k (38), SQuAD in 50k (200),
   the scanners only (the baselines' rows are in BENCHMARKS.md).
 
-It prints each table and the two checks the issue states: on the filings sets, whether each
-checkpoint is at or above the best chunk baseline at 300, 1,000 and 2,000 words; on the prose
+It prints each table and the checks the issue states: on the filings sets, whether each
+checkpoint is at or above the best chunk baseline at 300, 1,000 and 2,000 words (and on
+Loong at 1.5 times the scanner shipped when the issue was filed at 1,000); on the prose
 rows, how many questions each checkpoint gains or loses against the shipped scanner, beside
 the shipped recipe's own seed spread (``SEED_SPREAD``). Every table goes to ``OUT`` too, as
 ``longscan eval`` writes it.
@@ -29,6 +30,9 @@ from longscan.bench.runner import run_benchmark
 CHUNK_BASELINES = ("bm25-chunk", "dense-chunk", "hybrid-chunk")
 BUDGETS = (100, 300, 1_000, 2_000)
 BAR_BUDGETS = (300, 1_000, 2_000)
+# The issue's second Loong bar: 1.5 times the scanner shipped when it was filed, whose Loong
+# ahit@1000 the issue states (0.05 on the development split)
+FILED_LOONG_AT_1000 = 0.05
 # (name, benchmark, table context); the issue's two filings sets, Loong read both ways
 FILINGS = (
     ("loong-context", "loong", True),
@@ -87,8 +91,10 @@ def filings(checkpoints: list[str], out: Path) -> None:
                 if rows[scanner][f"ahit@{b}"]
                 < (best := max(rows[c][f"ahit@{b}"] for c in CHUNK_BASELINES))
             ]
-            print(f"  {scanner}: " + ("at or above the best chunk baseline" if not short
-                                       else "below it " + ", ".join(short)))  # fmt: skip
+            if benchmark == "loong" and rows[scanner]["ahit@1000"] < 1.5 * FILED_LOONG_AT_1000:
+                short.append(f"@1000 under 1.5 x {FILED_LOONG_AT_1000} (the scanner at filing)")
+            print(f"  {scanner}: " + ("meets the bar" if not short
+                                       else "misses it " + ", ".join(short)))  # fmt: skip
 
 
 def prose(checkpoints: list[str], out: Path) -> None:
