@@ -12,6 +12,9 @@ means there (a figure in a table row, or a company's name in a report's heading)
 budget is printed, so a hit can be read, with the words read before the first unit that
 holds the answer (how far a budget is from a hit). ``--table-context`` reads each table row
 after its context units and counts their words, as ``longscan eval --table-context`` does.
+``--question-only`` ranks with the item's question alone, without the instruction its query
+begins with (Loong's "We kindly ask you to review the financial statements ..."), as a user
+who types only the question asks: a diagnostic of how much the instruction moves a reader.
 """
 
 from __future__ import annotations
@@ -59,13 +62,28 @@ def words_before_answer(ranked: list[Evidence], answers: list[str]) -> int | Non
     return None
 
 
-def hits(items: list[QAItem], retriever: str, budgets: list[int], table_context: bool) -> None:
+def question_of(item: QAItem) -> str:
+    """The item's query without the instruction it begins with (the query itself if none)."""
+    instruction = str(item.metadata.get("instruction", ""))
+    if not instruction or not item.query.startswith(instruction):
+        return item.query
+    return item.query.removeprefix(instruction).strip() or item.query
+
+
+def hits(
+    items: list[QAItem],
+    retriever: str,
+    budgets: list[int],
+    table_context: bool,
+    question_only: bool = False,
+) -> None:
     """Per reachable item: the words read before the answer, and per budget the first
     budgeted unit that holds it."""
     ranker = get_retriever(retriever)
     found = dict.fromkeys(budgets, 0)
     for item in items:
-        ranked = ranker.retrieve(item.query, item.documents)
+        query = question_of(item) if question_only else item.query
+        ranked = ranker.retrieve(query, item.documents)
         if table_context:
             ranked = with_table_context(ranked, item.documents)
         before = words_before_answer(ranked, item.answers)
@@ -95,12 +113,15 @@ def main() -> None:
     parser.add_argument(
         "--table-context", action="store_true", help="count table rows' context units"
     )
+    parser.add_argument(
+        "--question-only", action="store_true", help="rank with the question, no instruction"
+    )
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     for benchmark in args.benchmark or ["loong", "leval-financial"]:
         reachable = reach(benchmark, args.data_dir)
         for retriever in args.retriever:
-            hits(reachable, retriever, budgets, args.table_context)
+            hits(reachable, retriever, budgets, args.table_context, args.question_only)
 
 
 if __name__ == "__main__":
