@@ -26,6 +26,7 @@ import argparse
 from pathlib import Path
 
 from longscan.bench.runner import run_benchmark
+from longscan.evaluation.report import markdown_table
 
 CHUNK_BASELINES = ("bm25-chunk", "dense-chunk", "hybrid-chunk")
 BUDGETS = (100, 300, 1_000, 2_000)
@@ -62,15 +63,6 @@ SEED_SPREAD = {
 }
 
 
-def _table(title: str, rows: dict[str, dict[str, float]], measures: list[str]) -> str:
-    lines = [f"\n{title}", "| retriever | " + " | ".join(measures) + " |"]
-    lines.append("|---|" + "---:|" * len(measures))
-    for name, overall in rows.items():
-        cells = " | ".join(f"{overall.get(m, float('nan')):.3f}" for m in measures)
-        lines.append(f"| {name} | {cells} |")
-    return "\n".join(lines)
-
-
 def filings(checkpoints: list[str], out: Path) -> None:
     """The filings sets, and per checkpoint whether it reaches the best chunk baseline."""
     scanners = ["scanner", *(f"scanner:{path}" for path in checkpoints)]
@@ -83,7 +75,7 @@ def filings(checkpoints: list[str], out: Path) -> None:
             table_context=context,
         )
         rows = {result.retriever: result.overall for result in run.results}
-        print(_table(f"{name} ({len(run.results[0].records)} items), ahit", rows, measures))
+        print(f"\n{name}, ahit\n{markdown_table(run.results, measures)}")
         for scanner in scanners:
             short = [
                 f"@{b}: {rows[scanner][f'ahit@{b}']:.3f} < {best:.3f}"
@@ -106,7 +98,7 @@ def prose(checkpoints: list[str], out: Path) -> None:
         )
         rows = {result.retriever: result.overall for result in run.results}
         items = len(run.results[0].records)
-        print(_table(f"{benchmark}, {words:,} words ({items} items)", rows, list(measures)))
+        print(f"\n{benchmark}, {words:,} words\n{markdown_table(run.results, measures)}")
         for scanner in scanners[1:]:
             changes = []
             for measure in measures:
