@@ -99,12 +99,15 @@ def is_period_line(text: str) -> bool:
     """A short line that dates a table's columns above its line of years: "Three months ended
     March 31," over "2024 2023", or "Fiscal 2024". It is part of the column header, so the
     title block above it is still found."""
-    stripped = text.rstrip()
+    return _dated_short_line(text) and not is_row(text)
+
+
+def _dated_short_line(text: str) -> bool:
+    """``is_period_line`` but for the row test, which ``row_context`` has already made."""
     return (
         0 < len(text.split()) <= MAX_LABEL_WORDS
         and bool(_MONTH.search(text) or _YEAR.search(text))
-        and not is_row(text)
-        and not stripped.endswith((".", "?", "!", ";"))
+        and not text.rstrip().endswith((".", "?", "!", ";"))
     )
 
 
@@ -180,7 +183,7 @@ def row_context(document: Document) -> dict[int, tuple[int, ...]]:
     rows = [is_row(text) for text in texts]  # each unit classified once, not once per row
     labels = [is_label(text) for text in texts]
     headers = [is_column_header(text) for text in texts]
-    periods = [is_period_line(text) for text in texts]
+    periods = [not row and _dated_short_line(text) for row, text in zip(rows, texts, strict=True)]
     notes = [is_table_note(text) for text in texts]
     totals = [row and closes_group(text) for row, text in zip(rows, texts, strict=True)]
     furniture = running_headers(texts, labels)
