@@ -585,6 +585,16 @@ def train_command(
             "its labelled table rows is a negative: evidence carries a row's context with it.",
         ),
     ] = False,
+    instruction_copies: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Share of the training examples also trained on with an instruction before "
+            "their question, as prompts send it (the instructions are generic, composed by "
+            "longscan.training.instructions).",
+        ),
+    ] = 0.0,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train the scanner on the shared datasets' train splits and/or synthetic examples, and
@@ -650,6 +660,7 @@ def train_command(
             table_context=table_context,
             evidence_first=evidence_first,
             row_context_negative=row_context_negative,
+            instruction_copies=instruction_copies,
         )
         report = run_training(args, out, data_cache=data_cache)
     except (ValueError, FileNotFoundError, CheckpointError) as error:

@@ -56,6 +56,8 @@ class TrainingArgs:
         row_context_negative: A synthetic example's labelled line that is the title, column
             header or group of one of its labelled table rows is a negative
             (``synthetic_labels``).
+        instruction_copies: Share of the training examples copied with an instruction
+            before their question (``training.instructions``): prompts carry one.
     """
 
     model: ScannerConfig = field(default_factory=ScannerConfig)
@@ -86,6 +88,7 @@ class TrainingArgs:
     table_context: bool = False
     evidence_first: float = 0.0
     row_context_negative: bool = False
+    instruction_copies: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

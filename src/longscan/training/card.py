@@ -84,7 +84,7 @@ document (SQuAD/HotpotQA/MuSiQue dev, L-Eval, Loong) is dropped.
 {_drops_text(datasets, synthetic)}
 Training: {sum(part["examples"] for part in parts)} examples over
 {sum(part["documents"] for part in parts)} documents
-({sentences:,} sentences, {positive_rate:.2%} positive).
+({sentences:,} sentences, {positive_rate:.2%} positive).{_instructions_text(args, parts)}
 Development: {dev["examples"]} examples from the dev splits.
 
 ## Optimisation
@@ -107,6 +107,17 @@ Time: data and encoding {report["seconds_data"]:.0f} s, training
 Benchmark results against every baseline (development split) are in the repository's
 BENCHMARKS.md.
 """
+
+
+def _instructions_text(args: dict[str, Any], parts: list[dict[str, Any]]) -> str:
+    copies = sum(part.get("instruction_copies", 0) for part in parts)
+    if not copies:
+        return ""
+    return (
+        f" Of them, {copies} are copies (`--instruction-copies {args['instruction_copies']}`)"
+        " whose question follows a generic instruction composed by"
+        " `longscan.training.instructions`, as a prompt sends it; the dev examples have none."
+    )
 
 
 def _datasets_text(args: dict[str, Any], musique: str) -> str:

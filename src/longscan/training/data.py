@@ -40,6 +40,7 @@ from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
 from longscan.progress import track
 from longscan.scanning.features import LexicalFeatures
+from longscan.training.instructions import with_instruction_copies
 
 if TYPE_CHECKING:
     from longscan.training.synthetic import SyntheticExample
@@ -50,6 +51,8 @@ EVALUATION_ONLY = ("leval-coursera", "leval-financial", "loong")
 # a training document sharing more than this share of its sentences with evaluation text is
 # dropped (the single-pass scanning paper's rule); every reader's data follows it
 DECONTAMINATION_THRESHOLD = 0.01
+ExampleRow = tuple[str, tuple[int, ...], np.ndarray, str]
+"""An example before encoding: its query, the documents it reads, their labels, its source."""
 _SPACES = re.compile(r"\s+")
 FINGERPRINT_BYTES = 12
 
@@ -284,14 +287,15 @@ def build_training_set(
     progress: bool = True,
     sentence_support: bool = False,
     cache: EmbeddingCache | None = None,
+    instruction_copies: float = 0.0,
 ) -> TrainingSet:
     """Build, decontaminate, label and encode examples of ``split`` (``sentence_support``:
     MuSiQue gold at sentence level, see ``read_musique``; ``cache``: per-document sentence
-    vectors kept on disk, so a rebuild with other labels or features encodes nothing)."""
+    vectors kept on disk, so a rebuild with other labels or features encodes nothing;
+    ``instruction_copies``: see ``with_instruction_copies``)."""
     documents: dict[str, int] = {}
     doc_list: list[Document] = []
-    # query, the documents it reads, labels, source
-    examples: list[tuple[str, tuple[int, ...], np.ndarray, str]] = []
+    examples: list[ExampleRow] = []
     manifest: dict[str, Any] = {
         "split": split,
         "musique_gold": "sentence" if sentence_support else "paragraph",
@@ -329,13 +333,25 @@ def build_training_set(
             "dropped": len(dropped),
         }
         manifest["dropped_contaminated"] += len(dropped)
+    examples = _with_copies(examples, instruction_copies, split, manifest)
     return _assemble(encoder, doc_list, examples, manifest, split, progress, cache)
+
+
+def _with_copies(
+    examples: list[ExampleRow], share: float, salt: str, manifest: dict[str, Any]
+) -> list[ExampleRow]:
+    """``examples`` with their instructed copies, counted in ``manifest`` when asked for."""
+    if not share:
+        return examples
+    rows = with_instruction_copies(examples, share, salt)
+    manifest["instruction_copies"] = len(rows) - len(examples)
+    return rows
 
 
 def _assemble(
     encoder: ContextualSentenceEncoder,
     doc_list: Sequence[Document],
-    examples: Sequence[tuple[str, tuple[int, ...], np.ndarray, str]],
+    examples: Sequence[ExampleRow],
     manifest: dict[str, Any],
     split: str,
     progress: bool,
@@ -495,6 +511,7 @@ def synthetic_training_set(
     cache: EmbeddingCache | None = None,
     beside: Mapping[str, Sequence[SyntheticExample]] | None = None,
     row_context_negative: bool = False,
+    instruction_copies: float = 0.0,
 ) -> TrainingSet:
     """``longscan synth`` examples as tensors, decontaminated like the dataset examples; a
     span that several examples share (or a file named twice) is encoded once, through
@@ -512,7 +529,7 @@ def synthetic_training_set(
     }
     documents: dict[str, int] = {}
     doc_list: list[Document] = []
-    rows: list[tuple[str, tuple[int, ...], np.ndarray, str]] = []
+    rows: list[ExampleRow] = []
 
     def counts(example: SyntheticExample) -> dict[str, int]:
         return manifest["sources"].setdefault(
@@ -549,6 +566,7 @@ def synthetic_training_set(
         counts(example)["kept"] += 1
     if beside:
         manifest["read_beside_others"] = sum(len(indices) > 1 for _, indices, _, _ in rows)
+    rows = _with_copies(rows, instruction_copies, "synthetic", manifest)
     return _assemble(encoder, doc_list, rows, manifest, "synthetic", progress, cache)
 
 

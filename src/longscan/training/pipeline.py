@@ -27,6 +27,7 @@ from longscan.scanning.checkpoint import save_checkpoint
 from longscan.scanning.features import FEATURE_NAMES
 from longscan.tables import rules_digest
 from longscan.training import data as data_module
+from longscan.training import instructions as instructions_module
 from longscan.training import named as named_module
 from longscan.training.args import TrainingArgs
 from longscan.training.card import model_card
@@ -79,6 +80,8 @@ def _datasets_key(args: TrainingArgs) -> str:
         DEV_EXAMPLES_PER_SOURCE,
         args.sentence_labels,
     )
+    if args.instruction_copies:  # copies whose queries this code writes
+        parts += (args.instruction_copies, _file_digest(Path(instructions_module.__file__)))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
@@ -160,6 +163,7 @@ class _DataBuilder:
                 self.progress,
                 args.sentence_labels,
                 self.vectors,
+                args.instruction_copies if train else 0.0,
             ),
         )
 
@@ -198,6 +202,7 @@ class _DataBuilder:
             self.vectors,
             beside,
             args.row_context_negative,
+            args.instruction_copies,
         )
         if not part.labels:
             raise ValueError(

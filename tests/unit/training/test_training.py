@@ -197,6 +197,27 @@ def test_run_training_writes_a_loadable_checkpoint_and_reuses_cached_data(tmp_pa
         assert any(not torch.equal(a, b) for a, b in pairs)
 
 
+def test_instructed_copies_read_the_same_vectors_with_their_own_query_columns(tmp_path) -> None:
+    from longscan.training.pipeline import run_training
+
+    args = tiny_args(instruction_copies=1.0)
+    report = run_training(args, tmp_path / "a", progress=False, data_cache=tmp_path / "data")
+    train_manifest, dev_manifest = report["train_manifest"], report["dev_manifest"]
+    assert train_manifest["instruction_copies"] * 2 == train_manifest["examples"] > 0
+    assert "instruction_copies" not in dev_manifest  # dev rows stay comparable across runs
+    data = TrainingSet.load(next((tmp_path / "data").glob("*/train")))
+    half = len(data) // 2
+    assert data.document_of[half:] == data.document_of[:half]
+    assert all(source.endswith("+instruction") for source in data.sources[half:])
+    for plain, copy in zip(data.labels[:half], data.labels[half:], strict=True):
+        assert torch.equal(plain, copy)
+    assert not torch.equal(data.queries[0], data.queries[half])
+    pairs = zip(data.features[:half], data.features[half:], strict=True)
+    assert any(not torch.equal(plain, copy) for plain, copy in pairs)
+    card = (tmp_path / "a" / "MODEL_CARD.md").read_text()
+    assert f"{train_manifest['instruction_copies']} are copies" in card
+
+
 def test_a_new_synthetic_mix_reads_the_datasets_part_from_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
