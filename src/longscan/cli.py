@@ -398,6 +398,13 @@ def evaluate_command(
             "shown them; the default counts the ranked units only.",
         ),
     ] = False,
+    instruction: Annotated[
+        str | None,
+        typer.Option(
+            help="Ask every query after this instruction and a blank line, as a prompt "
+            "sends it: how well each retriever reads a query that carries one."
+        ),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option(help="Folder for the JSON, markdown and plot.")
     ] = None,
@@ -418,6 +425,7 @@ def evaluate_command(
             seed=seed,
             out_dir=out,
             table_context=table_context,
+            instruction=instruction,
         )
     except (ValueError, FileNotFoundError) as error:
         raise _fail(str(error)) from None

@@ -137,6 +137,34 @@ def test_eval_files_name_the_document_length(tmp_path: Path, words: int, stem: s
     assert json.loads((tmp_path / f"{stem}.json").read_text())["settings"]["target_words"] == words
 
 
+def test_eval_asks_every_query_after_the_instruction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from longscan.bench import runner as bench_runner
+
+    asked: list[str] = []
+    evaluate = bench_runner.evaluate
+
+    def recording(retriever, items, **kwargs):  # type: ignore[no-untyped-def]
+        asked.extend(item.query for item in items)
+        return evaluate(retriever, items, **kwargs)
+
+    monkeypatch.setattr(bench_runner, "evaluate", recording)
+    instruction = "Use the attached pages to reply."
+    arguments = ["eval", "-b", "squad-long", "-r", "bm25-sentence", "--max-items", "2"]
+    result = runner.invoke(app, [*arguments, "--target-words", "800", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    plain, asked[:] = list(asked), []
+    with_instruction = [*arguments, "--target-words", "800", "--instruction", instruction]
+    result = runner.invoke(app, [*with_instruction, "--out", str(tmp_path / "i")])
+    assert result.exit_code == 0, result.output
+    assert asked == [f"{instruction}\n\n{query}" for query in plain] and len(plain) == 2
+    settings = json.loads((tmp_path / "i" / "squad-long-800w.json").read_text())["settings"]
+    assert settings["instruction"] == instruction
+    result = runner.invoke(app, [*arguments, "--instruction", "  "])
+    assert result.exit_code == 2 and "instruction is empty" in result.output
+
+
 # ------------------------------------------------------------------ terminal output
 
 HOSTILE = (

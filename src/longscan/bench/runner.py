@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from longscan.bench.builders import build_benchmark
@@ -50,16 +50,23 @@ def run_benchmark(
     out_dir: Path | None = None,
     progress: bool = True,
     table_context: bool = False,
+    instruction: str | None = None,
 ) -> BenchmarkRun:
     """Build ``benchmark`` items and evaluate each retriever on exactly the same items
-    (``table_context``: budgets count each table row's context units, see ``evaluate``)."""
+    (``table_context``: budgets count each table row's context units, see ``evaluate``;
+    ``instruction``: asked before every query and a blank line, as a prompt would, to
+    measure how a retriever reads a query that carries one)."""
     if not retrievers:
         raise ValueError("name at least one retriever")
+    if instruction is not None and not instruction.strip():
+        raise ValueError("the instruction is empty: leave it out to ask the plain queries")
     items = build_benchmark(
         benchmark, split=split, target_words=target_words, max_items=max_items, seed=seed
     )
     if not items:
         raise ValueError(f"{benchmark}: no items were built")
+    if instruction is not None:
+        items = [replace(item, query=f"{instruction.strip()}\n\n{item.query}") for item in items]
     results = []
     for name in retrievers:
         retriever = make_retriever(name, items)
@@ -76,7 +83,8 @@ def run_benchmark(
         settings = {
             "benchmark": benchmark, "retrievers": list(retrievers), "split": split,
             "target_words": target_words, "max_items": max_items, "seed": seed,
-            "table_context": table_context, "items": [item.id for item in items],
+            "table_context": table_context, "instruction": instruction,
+            "items": [item.id for item in items],
             "command": shlex.join(sys.argv),
         }  # fmt: skip
         files.append(write_json(results, out_dir / f"{stem}.json", settings))
