@@ -2,7 +2,7 @@
 baselines on Loong and L-Eval financial, then the prose rows beside the shipped scanner.
 
     python benchmarks/filings_bars.py --out runs/bars -c runs/a-s0 -c runs/a-s1 -c runs/a-s2
-        [--part filings|prose|all]
+        [--part filings|prose|instructed|all]
 
 Every set is one ``run_benchmark`` call, so every retriever reads the same items:
 
@@ -11,6 +11,8 @@ Every set is one ``run_benchmark`` call, so every retriever reads the same items
   ``dense-chunk`` and ``hybrid-chunk``.
 - prose: HotpotQA in 20k-word documents (100 items), MuSiQue in 20k (38), SQuAD in 50k (200),
   the scanners only (the baselines' rows are in BENCHMARKS.md).
+- instructed: the HotpotQA and MuSiQue rows asked plain and after ``HELD_OUT_INSTRUCTION``
+  (the scanners only), and the questions the instruction costs each one.
 
 It prints each table and the checks the issue states: on the filings sets, whether each
 checkpoint is at or above the best chunk baseline at 300, 1,000 and 2,000 words (and on
@@ -45,6 +47,12 @@ PROSE = (
     ("hotpotqa-long", 20_000, 100, ("hit@100", "FR@100", "FR@300", "nDCG@10")),
     ("musique-long", 20_000, None, ("hit@100", "FR@100", "FR@300", "FR@1000", "FR@2000")),
     ("squad-long", 50_000, 200, ("hit@100", "FR@100", "FR@300", "P@1")),
+)
+# An instruction written for this benchmark only, in words that neither the training pool
+# (``longscan.training.instructions``) nor a benchmark's prompt uses six of in a row
+HELD_OUT_INSTRUCTION = (
+    "Please go over the pages I have pasted and tell me, using only what they say, the answer "
+    "to my question. Mention which page supports it, and admit it if the pages are silent."
 )
 # The shipped recipe's seed spread (max - min over seeds 0, 1, 2) in whole questions, from
 # stop 32's table in BENCHMARKS.md ("The scan alone: the tuned vectors ..."): the issue's
@@ -114,16 +122,48 @@ def prose(checkpoints: list[str], out: Path) -> None:
             print(f"  {scanner}, questions against the shipped scanner: " + ", ".join(changes))
 
 
+def instructed(checkpoints: list[str], out: Path) -> None:
+    """The prose rows asked plain and after ``HELD_OUT_INSTRUCTION``: how much each scanner
+    loses when its query carries an instruction none of them was trained on."""
+    scanners = ["scanner", *(f"scanner:{path}" for path in checkpoints)]
+    for benchmark, words, max_items, measures in PROSE[:2]:  # the multi-hop rows
+        rows = {}
+        for asked in (None, HELD_OUT_INSTRUCTION):
+            run = run_benchmark(
+                benchmark,
+                scanners,
+                target_words=words,
+                max_items=max_items,
+                out_dir=out / ("instructed" if asked else "plain"),
+                instruction=asked,
+            )
+            rows[asked] = {result.retriever: result.overall for result in run.results}
+            items = len(run.results[0].records)
+            how = "after the held-out instruction" if asked else "plain"
+            print(f"\n{benchmark}, {words:,} words, {how}\n{markdown_table(run.results, measures)}")
+        plain, asked = rows[None], rows[HELD_OUT_INSTRUCTION]
+        for scanner in scanners:
+            changes = [
+                f"{m} {round((asked[scanner][m] - plain[scanner][m]) * items):+d}"
+                for m in measures
+                if not m.startswith("nDCG")
+            ]
+            print(f"  {scanner}, questions the instruction costs: " + ", ".join(changes))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-c", "--checkpoint", action="append", default=[], help="repeatable")
     parser.add_argument("--out", type=Path, required=True, help="folder for every table")
-    parser.add_argument("--part", choices=("filings", "prose", "all"), default="all")
+    parts = ("filings", "prose", "instructed", "all")
+    parser.add_argument("--part", choices=parts, default="all")
     args = parser.parse_args()
     if args.part in ("filings", "all"):
         filings(args.checkpoint, args.out)
     if args.part in ("prose", "all"):
         prose(args.checkpoint, args.out)
+    if args.part in ("instructed", "all"):
+        instructed(args.checkpoint, args.out)
 
 
 if __name__ == "__main__":
