@@ -333,17 +333,27 @@ def build_training_set(
             "dropped": len(dropped),
         }
         manifest["dropped_contaminated"] += len(dropped)
-    examples = _with_copies(examples, instruction_copies, split, manifest)
+    examples = _with_copies(examples, instruction_copies, split, manifest, doc_list)
     return _assemble(encoder, doc_list, examples, manifest, split, progress, cache)
 
 
 def _with_copies(
-    examples: list[ExampleRow], share: float, salt: str, manifest: dict[str, Any]
+    examples: list[ExampleRow],
+    share: float,
+    salt: str,
+    manifest: dict[str, Any],
+    doc_list: Sequence[Document],
 ) -> list[ExampleRow]:
-    """``examples`` with their instructed copies, counted in ``manifest`` when asked for."""
+    """``examples`` with their instructed copies, counted in ``manifest`` when asked for;
+    a copy's topic comes from the units its labels leave 0."""
     if not share:
         return examples
-    rows = with_instruction_copies(examples, share, salt)
+
+    def negatives_of(example: ExampleRow) -> list[str]:
+        units = [unit for i in example[1] for unit in doc_list[i].sentence_texts()]
+        return [unit for unit, label in zip(units, example[2], strict=True) if not label]
+
+    rows = with_instruction_copies(examples, share, salt, negatives_of)
     manifest["instruction_copies"] = len(rows) - len(examples)
     return rows
 
@@ -566,7 +576,7 @@ def synthetic_training_set(
         counts(example)["kept"] += 1
     if beside:
         manifest["read_beside_others"] = sum(len(indices) > 1 for _, indices, _, _ in rows)
-    rows = _with_copies(rows, instruction_copies, "synthetic", manifest)
+    rows = _with_copies(rows, instruction_copies, "synthetic", manifest, doc_list)
     return _assemble(encoder, doc_list, rows, manifest, "synthetic", progress, cache)
 
 

@@ -12,7 +12,8 @@ stays unseen.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 OPENERS = (
@@ -55,16 +56,22 @@ RULES = (
 )
 
 Example = TypeVar("Example", bound=tuple)
+TOPIC_SHARE = 2 / 3
+MIN_TOPIC_WORDS, MAX_TOPIC_WORDS = 3, 7
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 def _pick(options: Sequence[str], key: bytes, position: int) -> str:
     return options[key[position] % len(options)]
 
 
-def instruction_for(key: str) -> str:
-    """One instruction of the composed pool, picked by ``key``'s hash (reproducible)."""
+def instruction_for(key: str, topic: str | None = None) -> str:
+    """One instruction of the composed pool, picked by ``key``'s hash (reproducible);
+    ``topic`` names what the material is about, as many prompts do."""
     digest = hashlib.sha256(key.encode()).digest()
     text = _pick(TEXTS, digest, 2)
+    if topic:
+        text = f"{text} on {topic}"
     parts = (
         _pick(OPENERS, digest, 0),
         _pick(TASKS, digest, 1).format(text=text),
@@ -75,21 +82,50 @@ def instruction_for(key: str) -> str:
     return " ".join(dict.fromkeys(part for part in parts if part))
 
 
-def instructed(query: str, key: str) -> str:
+def instructed(query: str, key: str, topic: str | None = None) -> str:
     """``query`` after an instruction, the blank line between them as prompts have it."""
-    return f"{instruction_for(key)}\n\n{query}"
+    return f"{instruction_for(key, topic)}\n\n{query}"
 
 
-def with_instruction_copies(examples: Sequence[Example], share: float, salt: str) -> list[Example]:
+def _has_letter(word: str) -> bool:
+    return _LETTER.search(word) is not None
+
+
+def topic_phrase(negatives: Sequence[str], key: str) -> str | None:
+    """A few words in a row of one of ``negatives`` (units that are not evidence), picked
+    by ``key``'s hash: a topic that matches the material but not the answer, the way an
+    instruction naming the material ("the financial statements of the companies") matches
+    boilerplate. None when no unit has words enough (its spaces are read as one)."""
+    split = (text.split() for text in negatives)
+    usable = [words for words in split if sum(map(_has_letter, words)) >= MIN_TOPIC_WORDS]
+    if not usable:
+        return None
+    digest = hashlib.sha256(key.encode()).digest()
+    words = usable[int.from_bytes(digest[8:12]) % len(usable)]
+    length = MIN_TOPIC_WORDS + digest[12] % (MAX_TOPIC_WORDS - MIN_TOPIC_WORDS + 1)
+    start = digest[13] % max(len(words) - length + 1, 1)
+    return " ".join(words[start : start + length]).strip(".,;:!?")
+
+
+def with_instruction_copies(
+    examples: Sequence[Example],
+    share: float,
+    salt: str,
+    negatives_of: Callable[[Example], Sequence[str]] | None = None,
+) -> list[Example]:
     """``examples`` and, for ``share`` of them picked by hash, a copy whose query (the
     first field) begins with an instruction and whose source (the last) says so; the copy
-    reads the same documents and labels.
+    reads the same documents and labels. With ``negatives_of`` (an example's units that are
+    not evidence), ``TOPIC_SHARE`` of the instructions name a topic taken from them.
 
     Copies, not replacements: a plain question stays as common as it was."""
     copies = []
     for index, example in enumerate(examples):
         key = f"{salt}/{index}/{example[0]}"
-        if hashlib.sha256(key.encode()).digest()[31] / 256 < share:
+        digest = hashlib.sha256(key.encode()).digest()
+        if digest[31] / 256 < share:
             query, *read, source = example
-            copies.append((instructed(query, key), *read, f"{source}+instruction"))
+            named = negatives_of is not None and digest[30] / 256 < TOPIC_SHARE
+            topic = topic_phrase(negatives_of(example), key) if named else None  # type: ignore[misc]
+            copies.append((instructed(query, key, topic), *read, f"{source}+instruction"))
     return [*examples, *copies]  # type: ignore[list-item]

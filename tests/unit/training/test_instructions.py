@@ -10,7 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from longscan.training.instructions import instructed, instruction_for, with_instruction_copies
+from longscan.training.instructions import (
+    instructed,
+    instruction_for,
+    topic_phrase,
+    with_instruction_copies,
+)
 
 _WORD = re.compile(r"[a-z0-9']+")
 SHINGLE = 6
@@ -62,6 +67,22 @@ def test_copies_keep_documents_and_labels_and_end_with_their_question() -> None:
         assert source == "squad/1500+instruction"
     assert with_instruction_copies(rows, 0.25, "train") == out  # reproducible
     assert with_instruction_copies(rows, 0.0, "train") == rows
+
+
+def test_a_topic_is_words_in_a_row_of_a_unit_that_is_not_evidence(novel) -> None:
+    """Named copies read an instruction that matches the material, never the evidence."""
+    negatives = novel.sentence_texts()[:400]
+    for key in map(str, range(200)):
+        topic = topic_phrase(negatives, key)
+        assert topic and 2 <= len(topic.split()) <= 7  # a trailing "-" may be stripped
+        assert any(topic in " ".join(unit.split()) for unit in negatives), topic
+        assert f" on {topic}" in instruction_for(key, topic)
+    assert topic_phrase(["too short", "", "*   *   *", "12 34 56 78"], "k") is None
+    rows = [(f"Question {i}?", (0,), None, "synthetic/chunk") for i in range(600)]
+    one_unit = ["alpha beta gamma delta epsilon"]  # every phrase of 3 or more holds "gamma"
+    copies = with_instruction_copies(rows, 1.0, "train", lambda example: one_unit)[600:]
+    named = sum("gamma" in query for query, *_ in copies)
+    assert 0.58 < named / len(copies) < 0.75  # TOPIC_SHARE of them
 
 
 @pytest.mark.parametrize("key", ["a", "b", "squad/3/Who?"])
