@@ -599,8 +599,9 @@ def train_command(
             min=0.0,
             max=1.0,
             help="Share of the training examples also trained on with an instruction before "
-            "their question, as prompts send it (the instructions are generic, composed by "
-            "longscan.training.instructions).",
+            "their question, as prompts send it (generic instructions composed by "
+            "longscan.training.instructions, two in three naming a topic from the example's "
+            "units that are not evidence).",
         ),
     ] = 0.0,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,

@@ -116,7 +116,8 @@ def _instructions_text(args: dict[str, Any], parts: list[dict[str, Any]]) -> str
     return (
         f" Of them, {copies} are copies (`--instruction-copies {args['instruction_copies']}`)"
         " whose question follows a generic instruction composed by"
-        " `longscan.training.instructions`, as a prompt sends it; the dev examples have none."
+        " `longscan.training.instructions`, as a prompt sends it, two in three of them naming"
+        " a topic from the example's units that are not evidence; the dev examples have none."
     )
 
 
