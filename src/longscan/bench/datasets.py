@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from longscan.bench.items import QAItem
+from longscan.bench.items import QAItem, instructed_query
 from longscan.documents import Document, read_file
 from longscan.segment import count_words, sentence_spans_in
 
@@ -525,7 +525,7 @@ def read_loong(path: Path, doc_dir: Path) -> list[QAItem]:
     for row in _read_jsonl(path):
         documents, ambiguous = _loong_documents(row, doc_dir)
         question = row["question"].strip()
-        query = f"{row['instruction']}\n\n{question}" if question else row["instruction"]
+        query = instructed_query(row["instruction"], question) if question else row["instruction"]
         metadata = {
             "dataset": "loong",
             "split": "dev",

@@ -9,6 +9,13 @@ from typing import Any
 from longscan.documents import Document, check_unique_ids
 
 
+def instructed_query(instruction: str, question: str) -> str:
+    """A query as a prompt carries it: the instruction, a blank line, then the question.
+    Benchmarks that prescribe an instruction, ``eval --instruction`` and the instructed
+    training copies all ask it this way, so a scanner trained on one reads the others."""
+    return f"{instruction}\n\n{question}"
+
+
 @dataclass(frozen=True, slots=True)
 class GoldSpan:
     """A gold evidence span: ``documents[doc_id].text[start:end]``."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from longscan.bench.builders import build_benchmark
-from longscan.bench.items import QAItem
+from longscan.bench.items import QAItem, instructed_query
 from longscan.evaluation import EvaluationResult, evaluate
 from longscan.evaluation.report import markdown_table, plot_by_length, write_json
 from longscan.retrievers import OracleRetriever, get_retriever
@@ -66,7 +66,8 @@ def run_benchmark(
     if not items:
         raise ValueError(f"{benchmark}: no items were built")
     if instruction is not None:
-        items = [replace(item, query=f"{instruction.strip()}\n\n{item.query}") for item in items]
+        asked = instruction.strip()
+        items = [replace(item, query=instructed_query(asked, item.query)) for item in items]
     results = []
     for name in retrievers:
         retriever = make_retriever(name, items)

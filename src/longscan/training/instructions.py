@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from longscan.bench.items import instructed_query
+
 OPENERS = (
     "You are a careful research assistant.",
     "You are an analyst helping a colleague.",
@@ -83,8 +85,8 @@ def instruction_for(key: str, topic: str | None = None) -> str:
 
 
 def instructed(query: str, key: str, topic: str | None = None) -> str:
-    """``query`` after an instruction, the blank line between them as prompts have it."""
-    return f"{instruction_for(key, topic)}\n\n{query}"
+    """``query`` after an instruction of the pool, as ``instructed_query`` asks it."""
+    return instructed_query(instruction_for(key, topic), query)
 
 
 def _has_letter(word: str) -> bool:
