@@ -127,7 +127,8 @@ def with_instruction_copies(
         digest = hashlib.sha256(key.encode()).digest()
         if digest[31] / 256 < share:
             query, *read, source = example
-            named = negatives_of is not None and digest[30] / 256 < TOPIC_SHARE
-            topic = topic_phrase(negatives_of(example), key) if named else None  # type: ignore[misc]
+            topic = None
+            if negatives_of is not None and digest[30] / 256 < TOPIC_SHARE:
+                topic = topic_phrase(negatives_of(example), key)
             copies.append((instructed(query, key, topic), *read, f"{source}+instruction"))
     return [*examples, *copies]  # type: ignore[list-item]
