@@ -145,7 +145,7 @@ def read_info(directory: Path) -> tuple[CheckpointInfo, dict[str, Any]]:
     encoder = str(raw.get("encoder", ""))
     try:  # configs written before the settings were recorded used the legacy ones
         token_match = (
-            TokenMatch(**raw["token_match"]) if "token_match" in raw else LEGACY_TOKEN_MATCH
+            TokenMatch.recorded(raw["token_match"]) if "token_match" in raw else LEGACY_TOKEN_MATCH
         )
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{config_path}: invalid token_match ({error})") from None

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from longscan.documents import Document, SentencePositions
-from longscan.encoders.minilm import SentenceEncoder, unit_rows
+from longscan.encoders.minilm import MAX_TOKENS, SentenceEncoder, unit_rows
 from longscan.retrievers.bm25 import tokenize
 from longscan.scanning.first_stage import FirstStage, SentenceIndex, SentenceIndexes, rank_feature
 
@@ -68,22 +68,41 @@ N_FEATURES = len(FEATURE_NAMES)
 @dataclass(frozen=True)
 class TokenMatch:
     """How ``token_match`` reads the first pass: its ``candidates`` best sentences, each cut
-    to ``max_tokens`` word pieces. A checkpoint records the values it was trained with, since
-    other values give other columns (fewer make a re-query cheaper).
+    to ``max_tokens`` word pieces, against the query's first ``query_tokens``. A checkpoint
+    records the values it was trained with, since other values give other columns (fewer
+    make a re-query cheaper).
+
+    The query is not cut like a sentence: a prompt often states its question after an
+    instruction ("Review the statements above ... What is the Basic EPS of X?"), and cut at
+    32 pieces it kept only the instruction. A query reads the encoder's whole window.
     """
 
     candidates: int = 16
     max_tokens: int = 32  # about a line and a half of text
+    query_tokens: int = MAX_TOKENS
 
     def __post_init__(self) -> None:
-        for name in ("candidates", "max_tokens"):
+        for name in ("candidates", "max_tokens", "query_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"token match {name} must be a positive integer, not {value!r}")
+        if self.query_tokens > MAX_TOKENS:
+            raise ValueError(
+                f"token match query_tokens must be at most the encoder's {MAX_TOKENS} pieces, "
+                f"not {self.query_tokens}"
+            )
+
+    @classmethod
+    def recorded(cls, settings: dict[str, Any]) -> TokenMatch:
+        """The settings a checkpoint's config records. Configs written before
+        ``query_tokens`` existed cut the query at ``max_tokens``, as their training did."""
+        if not isinstance(settings, dict):
+            raise TypeError(f"token match settings must be a mapping, not {settings!r}")
+        return cls(**{"query_tokens": settings.get("max_tokens", cls.max_tokens), **settings})
 
 
 DEFAULT_TOKEN_MATCH = TokenMatch()  # what training computes
-LEGACY_TOKEN_MATCH = TokenMatch(candidates=20, max_tokens=48)  # checkpoints that name none
+LEGACY_TOKEN_MATCH = TokenMatch(candidates=20, max_tokens=48, query_tokens=48)  # none named
 
 
 class LexicalFeatures:
@@ -105,15 +124,15 @@ class LexicalFeatures:
         self.indexes = SentenceIndexes(max_cached)
         self.encoder = encoder
         self.token_match = token_match
-        self._tokens: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._tokens: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()  # (text, cut)
 
     def query_vector(self, query: str) -> np.ndarray:
         """The query's pooled vector; its token states, from the same forward pass, wait in
         the token cache for ``token_match``."""
         if self.encoder is None:
             raise ValueError("encoding a query needs the sentence encoder")
-        vector, tokens = self.encoder.vector_and_tokens(query, self.token_match.max_tokens)
-        self._remember_tokens(query, tokens)
+        vector, tokens = self.encoder.vector_and_tokens(query, self.token_match.query_tokens)
+        self._remember_tokens((query, self.token_match.query_tokens), tokens)
         return vector
 
     def first_stage(
@@ -205,29 +224,31 @@ class LexicalFeatures:
         """
         top = np.sort(first_pass[: self.token_match.candidates])
         texts = SentencePositions(documents).texts(top)
-        query_tokens, *candidates = self._token_vectors([query, *texts])
+        query_tokens = self._token_vectors([query], self.token_match.query_tokens)[0]
+        candidates = self._token_vectors(texts, self.token_match.max_tokens)
         match = np.array([max_sim(query_tokens, tokens) for tokens in candidates])
         features[top, FEATURE_NAMES.index("token_match")] = match
         features[top, FEATURE_NAMES.index("token_match_rank")] = rank_feature(match)
 
-    def _token_vectors(self, texts: list[str]) -> list[np.ndarray]:
-        """Token states of ``texts``, each encoded once while it stays in the cache."""
+    def _token_vectors(self, texts: list[str], max_tokens: int) -> list[np.ndarray]:
+        """Token states of ``texts`` cut to ``max_tokens``, each encoded once while it stays
+        in the cache."""
         if self.encoder is None:
             raise ValueError("the token_match features need the sentence encoder")
-        missing = list(dict.fromkeys(t for t in texts if t not in self._tokens))
-        encoded = self.encoder.token_vectors(missing, self.token_match.max_tokens)
+        missing = list(dict.fromkeys(t for t in texts if (t, max_tokens) not in self._tokens))
+        encoded = self.encoder.token_vectors(missing, max_tokens)
         for text, tokens in zip(missing, encoded, strict=True):
-            self._tokens[text] = tokens
+            self._tokens[text, max_tokens] = tokens
         result = []
         for text in texts:
-            self._tokens.move_to_end(text)
-            result.append(self._tokens[text])
+            self._tokens.move_to_end((text, max_tokens))
+            result.append(self._tokens[text, max_tokens])
         self._trim_tokens()
         return result
 
-    def _remember_tokens(self, text: str, tokens: np.ndarray) -> None:
-        self._tokens[text] = tokens
-        self._tokens.move_to_end(text)
+    def _remember_tokens(self, key: tuple[str, int], tokens: np.ndarray) -> None:
+        self._tokens[key] = tokens
+        self._tokens.move_to_end(key)
         self._trim_tokens()
 
     def _trim_tokens(self) -> None:

@@ -134,8 +134,9 @@ def test_a_checkpoint_keeps_the_token_match_it_was_trained_with(
     tmp_path: Path, make_tiny_model
 ) -> None:
     """The token-match columns depend on how many first-pass sentences are matched and how
-    many word pieces each keeps: a checkpoint records both, and one written before they were
-    recorded reads with the values it was trained with (20 and 48)."""
+    many word pieces each and the query keep: a checkpoint records them, and one written
+    before they were recorded reads with the values it was trained with (20 and 48; the
+    query cut like a sentence)."""
     from longscan.scanning.features import LEGACY_TOKEN_MATCH, TokenMatch
 
     directory = save_checkpoint(
@@ -143,12 +144,17 @@ def test_a_checkpoint_keeps_the_token_match_it_was_trained_with(
     )
     assert verified_info(directory)[0].token_match == TokenMatch(candidates=7, max_tokens=9)
     config = json.loads((directory / CONFIG_FILE).read_text())
+    config["token_match"] = {"candidates": 7, "max_tokens": 9}  # written before query_tokens
+    (directory / CONFIG_FILE).write_text(json.dumps(config))
+    assert verified_info(directory)[0].token_match == TokenMatch(7, 9, query_tokens=9)
     del config["token_match"]
     (directory / CONFIG_FILE).write_text(json.dumps(config))
     assert verified_info(directory)[0].token_match == LEGACY_TOKEN_MATCH
-    config["token_match"] = {"candidates": 0, "max_tokens": 32}
-    (directory / CONFIG_FILE).write_text(json.dumps(config))
-    with pytest.raises(CheckpointError, match="invalid token_match"):
-        verified_info(directory)
+    for invalid in ({"candidates": 0, "max_tokens": 32}, {"query_tokens": 257}, [16, 32]):
+        config["token_match"] = invalid
+        (directory / CONFIG_FILE).write_text(json.dumps(config))
+        with pytest.raises(CheckpointError, match="invalid token_match"):
+            verified_info(directory)
     shipped = verified_info(default_checkpoint_dir())[0]
-    assert shipped.token_match == TokenMatch()  # the shipped scanner reads what training makes
+    # the shipped scanner was trained before query_tokens: it reads its query cut at 32 pieces
+    assert shipped.token_match == TokenMatch(query_tokens=32)

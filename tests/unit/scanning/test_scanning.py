@@ -3,6 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from longscan.bench.items import instructed_query
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.minilm import get_encoder
@@ -179,6 +180,44 @@ def test_token_match_scores_first_pass_candidates_word_by_word() -> None:
     assert match[0] > match[1] > 0
     assert match_rank[0] == match_rank.max() == pytest.approx(1.0)
     assert (match > 0).sum() == TokenMatch().candidates < len(document.sentences)
+
+
+def test_token_match_reads_a_question_after_a_long_instruction() -> None:
+    """A prompt's question often follows an instruction longer than a sentence's 32 word
+    pieces; the query's tokens are not cut there, or the question would never be matched
+    (checkpoints written before record the cut they were trained with)."""
+    instruction = (
+        "Please read all of the documents provided above very carefully, and then answer the "
+        "question that follows using only the information that they state, citing each of "
+        "the passages you relied on and ignoring anything that they do not mention at all."
+    )
+    query = instructed_query(instruction, "When did the Normans invade England?")
+    filler = " ".join(f"Filler sentence {i} talks about weather." for i in range(30))
+    document = Document(
+        "d", "The Normans invaded England in 1066.\n\nThe Normans liked bread.\n\n" + filler
+    )
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(len(document.sentences), 8)).astype(np.float32)
+    encoder = get_encoder()
+    assert len(encoder.tokenizer.pieces([instruction], 256)[0]) > TokenMatch().max_tokens
+    column = FEATURE_NAMES.index("token_match")
+    columns = FEATURE_NAMES.index("token_match_rank") + 1
+
+    def token_match(text: str, token_match: TokenMatch) -> np.ndarray:
+        features = LexicalFeatures(encoder, token_match=token_match)
+        features.query_vector(text)  # inference: the query's tokens from its own pass
+        return features.for_scan(text, [document], vectors, vectors[5], columns)[:, column]
+
+    whole = token_match(query, TokenMatch())
+    cut = token_match(query, TokenMatch(query_tokens=32))
+    instruction_only, answer = encoder.token_vectors(
+        [instruction, document.sentence_texts()[0]], 32
+    )
+    assert cut[0] == pytest.approx(max_sim(instruction_only, answer))  # never saw the question
+    assert whole[0] > cut[0]
+    assert whole[0] == whole.max()
+    trained = LexicalFeatures(encoder).for_scan(query, [document], vectors, vectors[5], columns)
+    assert trained[:, column] == pytest.approx(whole)  # training encodes it on its own
 
 
 def test_token_match_needs_the_encoder_only_when_read() -> None:
