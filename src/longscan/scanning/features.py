@@ -25,6 +25,7 @@ from longscan.documents import Document, SentencePositions
 from longscan.encoders.minilm import MAX_TOKENS, SentenceEncoder, unit_rows
 from longscan.retrievers.bm25 import tokenize
 from longscan.scanning.first_stage import FirstStage, SentenceIndex, SentenceIndexes, rank_feature
+from longscan.segment import segment
 
 FEATURE_NAMES = (
     "bm25_over_max",  # BM25 score / the document's best score
@@ -44,9 +45,12 @@ FEATURE_NAMES = (
     "bridge_name_paragraph",  # the best bridge_name in the sentence's paragraph
     "token_match",  # MaxSim of the query's tokens in the sentence's, first-pass candidates only
     "token_match_rank",  # rank of token_match among the candidates, 0 for other sentences
+    "query_part_bm25",  # the best over the query's sentences of BM25 / that sentence's best
+    "query_part_dense_rank",  # the best over the query's sentences of the dense rank under it
 )
 FEEDBACK_SENTENCES = 3  # the first-pass sentences whose words, vectors and names are fed back
 TOKEN_CACHE_SIZE = 2048  # sentences whose token states are kept (re-queries, training)
+MAX_QUERY_PARTS = 16  # a query of more sentences is read in this many runs of them
 MAX_NAMES = 32  # names taken from the query or the fed-back sentences (bounds a huge query)
 # lower-case words that join a name: "Bank of England", "Ludwig van Beethoven"
 NAME_LINKS = frozenset(["of", "the", "de", "du", "da", "del", "der", "van", "von", "la", "le"])
@@ -188,7 +192,42 @@ class LexicalFeatures:
         self._add_feedback(features, first, documents, vectors, first_pass)
         if columns > FEATURE_NAMES.index("token_match"):
             self._add_token_match(features, first.query, documents, first_pass)
+        if columns > FEATURE_NAMES.index("query_part_bm25"):
+            self._add_query_parts(features, first, vectors)
         return features
+
+    def _add_query_parts(
+        self, features: np.ndarray, first: FirstStage, vectors: np.ndarray
+    ) -> None:
+        """Fill ``query_part_bm25`` and ``query_part_dense_rank``: the query read sentence by
+        sentence.
+
+        A prompt often asks its question after an instruction ("Review the statements
+        above ... What is the Basic EPS of X?"). Scored as one text, the longer instruction
+        outweighs the question in BM25 and in the pooled vector, and the evidence of the
+        question ranks below boilerplate that matches the instruction. Scored part by part,
+        a sentence is as high as the query part it answers best. A one-sentence query's
+        columns equal ``bm25_over_max`` and ``dense_rank``.
+        """
+        bm25_column = FEATURE_NAMES.index("query_part_bm25")
+        dense_column = FEATURE_NAMES.index("query_part_dense_rank")
+        parts = query_parts(first.query)
+        if len(parts) < 2:
+            features[:, bm25_column] = features[:, FEATURE_NAMES.index("bm25_over_max")]
+            features[:, dense_column] = first.dense_rank
+            return
+        if self.encoder is None:
+            raise ValueError("the query_part features need the sentence encoder")
+        part_vectors = self.encoder.encode(parts)
+        for part, vector in zip(parts, part_vectors, strict=True):
+            scores = first.index.lexical(part)
+            if scores.max() > 0:
+                features[:, bm25_column] = np.maximum(
+                    features[:, bm25_column], scores / scores.max()
+                )
+            features[:, dense_column] = np.maximum(
+                features[:, dense_column], rank_feature(vectors @ vector)
+            )
 
     @staticmethod
     def _add_text_columns(features: np.ndarray, first: FirstStage) -> None:
@@ -311,6 +350,16 @@ class LexicalFeatures:
         features[:, FEATURE_NAMES.index("query_name_paragraph")] = paragraph_max(in_query, runs)
         features[:, FEATURE_NAMES.index("bridge_name")] = bridge
         features[:, FEATURE_NAMES.index("bridge_name_paragraph")] = paragraph_max(bridge, runs)
+
+
+def query_parts(query: str) -> list[str]:
+    """The query's sentences, or ``MAX_QUERY_PARTS`` runs of consecutive sentences when it
+    has more (a pasted page stays a few encoder calls and still covers the whole query)."""
+    spans = segment(query)[0]
+    if len(spans) > MAX_QUERY_PARTS:
+        runs = np.array_split(np.arange(len(spans)), MAX_QUERY_PARTS)
+        spans = np.array([[spans[run[0], 0], spans[run[-1], 1]] for run in runs])
+    return [query[start:end] for start, end in spans.tolist()]
 
 
 def max_sim(query: np.ndarray, sentence: np.ndarray) -> float:

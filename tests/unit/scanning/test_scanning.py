@@ -11,10 +11,12 @@ from longscan.retrievers.scanner import ScannerRetriever
 from longscan.scanning import Scanner, SlidingWindow
 from longscan.scanning.features import (
     FEATURE_NAMES,
+    MAX_QUERY_PARTS,
     LexicalFeatures,
     TokenMatch,
     capitalised_names,
     max_sim,
+    query_parts,
 )
 
 
@@ -201,7 +203,7 @@ def test_token_match_reads_a_question_after_a_long_instruction() -> None:
     encoder = get_encoder()
     assert len(encoder.tokenizer.pieces([instruction], 256)[0]) > TokenMatch().max_tokens
     column = FEATURE_NAMES.index("token_match")
-    columns = FEATURE_NAMES.index("token_match_rank") + 1
+    columns = FEATURE_NAMES.index("token_match_rank") + 1  # the vectors here are not MiniLM's
 
     def token_match(text: str, token_match: TokenMatch) -> np.ndarray:
         features = LexicalFeatures(encoder, token_match=token_match)
@@ -218,6 +220,51 @@ def test_token_match_reads_a_question_after_a_long_instruction() -> None:
     assert whole[0] == whole.max()
     trained = LexicalFeatures(encoder).for_scan(query, [document], vectors, vectors[5], columns)
     assert trained[:, column] == pytest.approx(whole)  # training encodes it on its own
+
+
+def test_query_parts_score_a_question_apart_from_its_instruction() -> None:
+    """After a long instruction, the question's evidence ranks below boilerplate that
+    matches the instruction when the query is scored as one text; read sentence by
+    sentence, it is as high as the question it answers."""
+    instruction = (
+        "Review the financial statements of the companies provided above and answer the "
+        "following questions based solely on the information in the financial statements."
+    )
+    query = instructed_query(instruction, "What was the revenue of Acme Widgets in 2023?")
+    document = Document(
+        "d",
+        "The financial statements of the companies provided above are based on information "
+        "in the financial statements.\n\nAcme Widgets reported revenue of $12 million in "
+        "2023.\n\nThe weather was mild.",
+    )
+    encoder = get_encoder()
+    vectors = encoder.encode(document.sentence_texts())
+    features = LexicalFeatures(encoder).for_scan(
+        query, [document], vectors, encoder.encode([query])[0]
+    )
+    column = {name: features[:, FEATURE_NAMES.index(name)] for name in FEATURE_NAMES}
+    assert column["bm25_over_max"][1] < column["bm25_over_max"][0] == 1.0
+    assert column["query_part_bm25"][1] == column["query_part_bm25"][0] == 1.0
+    assert column["query_part_dense_rank"][1] == pytest.approx(1.0)
+    assert column["query_part_dense_rank"][2] < column["query_part_dense_rank"][1]
+    question = "What was the revenue of Acme Widgets in 2023?"
+    alone = LexicalFeatures(encoder).for_scan(
+        question, [document], vectors, encoder.encode([question])[0]
+    )
+    for part, whole in (
+        ("query_part_bm25", "bm25_over_max"),
+        ("query_part_dense_rank", "dense_rank"),
+    ):
+        part_column = alone[:, FEATURE_NAMES.index(part)]
+        assert part_column == pytest.approx(alone[:, FEATURE_NAMES.index(whole)]), part
+
+
+def test_query_parts_cover_a_huge_query_in_a_few_runs() -> None:
+    sentences = [f"Sentence number {i} says something." for i in range(100)]
+    parts = query_parts(" ".join(sentences))
+    assert len(parts) == MAX_QUERY_PARTS
+    assert " ".join(parts) == " ".join(sentences)
+    assert query_parts("One question only?") == ["One question only?"]
 
 
 def test_token_match_needs_the_encoder_only_when_read() -> None:
