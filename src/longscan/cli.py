@@ -471,7 +471,11 @@ def train_command(
     ] = False,
     features: Annotated[
         int | None,
-        typer.Option(min=0, help="Read only the first N per-sentence features (default: all)."),
+        typer.Option(
+            min=0,
+            help="Read only the first N per-sentence features (default: 16, the shipped "
+            "layout; 18 adds the two query-part columns).",
+        ),
     ] = None,
     d_model: Annotated[int, typer.Option(min=8)] = 256,
     layers: Annotated[int, typer.Option(min=1)] = 4,
@@ -611,7 +615,7 @@ def train_command(
     _setup_logging(verbose)
     from longscan.models.config import ScannerConfig
     from longscan.scanning.checkpoint import CheckpointError
-    from longscan.scanning.features import N_FEATURES
+    from longscan.scanning.features import N_FEATURES, TRAINED_FEATURES
     from longscan.training.args import TrainingArgs
     from longscan.training.pipeline import run_training
 
@@ -643,7 +647,7 @@ def train_command(
             model=ScannerConfig(
                 d_model=d_model,
                 n_layers=layers,
-                n_features=N_FEATURES if features is None else min(features, N_FEATURES),
+                n_features=TRAINED_FEATURES if features is None else min(features, N_FEATURES),
                 bidirectional=bidirectional,
                 read_twice=read_twice,
                 feature_skip=feature_skip,

@@ -67,6 +67,10 @@ ENGLISH_STOP_WORDS = frozenset(
 NAME_STOP_WORDS = ENGLISH_STOP_WORDS | {"did", "does"}
 _NAME_WORD = re.compile(r"[^\W_][\w'’\-]*")
 N_FEATURES = len(FEATURE_NAMES)
+# what `longscan train` reads unless told: the shipped layout. The query-part columns are
+# opt-in (`--features 18`): three seeds with them lost more SQuAD questions (BENCHMARKS.md,
+# stop 48)
+TRAINED_FEATURES = FEATURE_NAMES.index("query_part_bm25")
 
 
 @dataclass(frozen=True)

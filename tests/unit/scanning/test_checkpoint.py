@@ -137,7 +137,12 @@ def test_a_checkpoint_keeps_the_token_match_it_was_trained_with(
     many word pieces each and the query keep: a checkpoint records them, and one written
     before they were recorded reads with the values it was trained with (20 and 48; the
     query cut like a sentence)."""
-    from longscan.scanning.features import LEGACY_TOKEN_MATCH, TokenMatch
+    from longscan.scanning.features import (
+        FEATURE_NAMES,
+        LEGACY_TOKEN_MATCH,
+        TRAINED_FEATURES,
+        TokenMatch,
+    )
 
     directory = save_checkpoint(
         make_tiny_model(), tmp_path / "a", "all-MiniLM-L6-v2/ctx256", token_match=TokenMatch(7, 9)
@@ -157,3 +162,4 @@ def test_a_checkpoint_keeps_the_token_match_it_was_trained_with(
             verified_info(directory)
     shipped = verified_info(default_checkpoint_dir())[0]
     assert shipped.token_match == TokenMatch()  # the shipped scanner reads what training makes
+    assert shipped.features == FEATURE_NAMES[:TRAINED_FEATURES]  # and `train` trains its layout
