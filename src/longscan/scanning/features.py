@@ -110,7 +110,8 @@ class TokenMatch:
 
 
 DEFAULT_TOKEN_MATCH = TokenMatch()  # what training computes
-LEGACY_TOKEN_MATCH = TokenMatch(candidates=20, max_tokens=48, query_tokens=48)  # none named
+# what checkpoints whose config records no token match were trained with
+LEGACY_TOKEN_MATCH = TokenMatch(candidates=20, max_tokens=48, query_tokens=48)
 
 
 class LexicalFeatures:

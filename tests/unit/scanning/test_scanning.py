@@ -205,8 +205,8 @@ def test_token_match_reads_a_question_after_a_long_instruction() -> None:
     column = FEATURE_NAMES.index("token_match")
     columns = FEATURE_NAMES.index("token_match_rank") + 1  # the vectors here are not MiniLM's
 
-    def token_match(text: str, token_match: TokenMatch) -> np.ndarray:
-        features = LexicalFeatures(encoder, token_match=token_match)
+    def token_match(text: str, settings: TokenMatch) -> np.ndarray:
+        features = LexicalFeatures(encoder, token_match=settings)
         features.query_vector(text)  # inference: the query's tokens from its own pass
         return features.for_scan(text, [document], vectors, vectors[5], columns)[:, column]
 
@@ -230,7 +230,8 @@ def test_query_parts_score_a_question_apart_from_its_instruction() -> None:
         "Review the financial statements of the companies provided above and answer the "
         "following questions based solely on the information in the financial statements."
     )
-    query = instructed_query(instruction, "What was the revenue of Acme Widgets in 2023?")
+    question = "What was the revenue of Acme Widgets in 2023?"
+    query = instructed_query(instruction, question)
     document = Document(
         "d",
         "The financial statements of the companies provided above are based on information "
@@ -247,7 +248,6 @@ def test_query_parts_score_a_question_apart_from_its_instruction() -> None:
     assert column["query_part_bm25"][1] == column["query_part_bm25"][0] == 1.0
     assert column["query_part_dense_rank"][1] == pytest.approx(1.0)
     assert column["query_part_dense_rank"][2] < column["query_part_dense_rank"][1]
-    question = "What was the revenue of Acme Widgets in 2023?"
     alone = LexicalFeatures(encoder).for_scan(
         question, [document], vectors, encoder.encode([question])[0]
     )
