@@ -43,6 +43,8 @@ class Judge(Protocol):
 
     def passage(self, document: Document, index: int) -> str: ...
 
+    def fit_query(self, query: str) -> str: ...
+
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray: ...
 
 
@@ -89,7 +91,9 @@ def best_judgement(
     """The re-scorer's highest logit over the judged sentences; ``-inf`` with no evidence."""
     judge = judge or shipped_judge()
     passages = judged_passages(judge, evidence, documents)
-    return float(judge.score(query, passages).max()) if passages else -math.inf
+    if not passages:
+        return -math.inf
+    return float(judge.score(judge.fit_query(query), passages).max())
 
 
 @cache

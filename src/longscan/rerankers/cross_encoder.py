@@ -39,6 +39,17 @@ HOP_SEPARATOR = " [SEP] "  # BERT's own separator token between the question and
 CONTEXT_SEPARATOR = " [SEP] "  # between the sentence and the context it is read with
 SCORE_CACHE_SIZE = 4096  # (query, passage) scores kept: re-reads within and across queries
 MAX_CONTEXT_WORDS = 40  # the context words read beside a sentence (paragraph lead, previous)
+QUERY_PIECES = 64  # a longer query is read from its end: half of the 128-piece pair window
+
+
+def query_tail(query: str, offsets: Sequence[tuple[int, int]], limit: int = QUERY_PIECES) -> str:
+    """The end of ``query`` that fits in ``limit`` word pieces, given each piece's character
+    offsets (no special tokens). A pair is cut longest first, which cuts a long query from
+    its end: a prompt that asks its question after an instruction (Loong's, L-Eval's) would
+    be read without the question. Every training query fits; a query that fits is kept."""
+    if len(offsets) <= limit:
+        return query
+    return query[offsets[-limit][0] :]
 
 
 def sentence_in_context(document: Document, index: int, headings: bool = True) -> str:
@@ -129,6 +140,13 @@ class CrossEncoderReranker:
         """Sentence ``index`` of ``document`` in context, as this adapter was trained to read
         it (with or without its heading)."""
         return sentence_in_context(document, index, headings=self.config.headings)
+
+    def fit_query(self, query: str) -> str:
+        """``query`` as a pair reads it whole: its end within ``QUERY_PIECES`` pieces."""
+        tokens = self.model.tokenizer(
+            query, add_special_tokens=False, return_offsets_mapping=True, verbose=False
+        )
+        return query_tail(query, tokens["offset_mapping"])
 
     def score(self, query: str, passages: Sequence[str], batch_size: int = 16) -> np.ndarray:
         """``(len(passages),)`` float32 logits of ``query`` against each passage; pairs read

@@ -27,7 +27,7 @@ from longscan.encoders.bert import (
     trace_bert,
 )
 from longscan.encoders.cache import built_once, default_cache_dir
-from longscan.rerankers.cross_encoder import PACKAGED, sentence_in_context
+from longscan.rerankers.cross_encoder import PACKAGED, query_tail, sentence_in_context
 
 REBUILD = "longscan train-reranker"
 BATCH_PAIRS = 16
@@ -82,6 +82,13 @@ class OnnxCrossEncoder:
         # the pair truncation of transformers' BertTokenizerFast, which the model was trained on
         self.tokenizer.enable_truncation(self.config.max_length, strategy="longest_first")
         self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]"))
+        self.query_tokenizer = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
+        self.query_tokenizer.no_truncation()
+
+    def fit_query(self, query: str) -> str:
+        """``query`` as a pair reads it whole (``cross_encoder.query_tail``)."""
+        encoding = self.query_tokenizer.encode(query, add_special_tokens=False)
+        return query_tail(query, encoding.offsets)
 
     def passage(self, document: Document, index: int) -> str:
         return sentence_in_context(document, index, headings=self.config.headings)

@@ -71,6 +71,7 @@ class TwoRounds:
         ranking = np.asarray(ranking, dtype=np.float64)
         if not len(ranking):
             return ranking
+        query = self.reranker.fit_query(query)
         positions = SentencePositions(documents)
         order = np.argsort(-ranking, kind="stable")
         candidates = order[: self.depth]

@@ -33,6 +33,10 @@ class OverlapScorer:
     def passage(document: Document, index: int) -> str:
         return sentence_in_context(document, index)
 
+    @staticmethod
+    def fit_query(query: str) -> str:
+        return query
+
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         sentences = [p.split(" [SEP] ")[0] for p in passages]
         self.read += [(query, s) for s in sentences]
