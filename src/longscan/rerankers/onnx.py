@@ -84,6 +84,7 @@ class OnnxCrossEncoder:
         self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]"))
         self.query_tokenizer = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
         self.query_tokenizer.no_truncation()
+        self.query_tokenizer.no_padding()  # the file pads to 128: pads would count as pieces
 
     def fit_query(self, query: str) -> str:
         """``query`` as a pair reads it whole (``cross_encoder.query_tail``)."""
