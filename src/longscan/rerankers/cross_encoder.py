@@ -46,7 +46,8 @@ def query_tail(query: str, offsets: Sequence[tuple[int, int]], limit: int = QUER
     """The end of ``query`` that fits in ``limit`` word pieces, given each piece's character
     offsets (no special tokens). A pair is cut longest first, which cuts a long query from
     its end: a prompt that asks its question after an instruction (Loong's, L-Eval's) would
-    be read without the question. Every training query fits; a query that fits is kept."""
+    be read without the question. A query that fits is kept as given: every development
+    question of HotpotQA, MuSiQue and SQuAD does (at most 36 pieces)."""
     if len(offsets) <= limit:
         return query
     return query[offsets[-limit][0] :]

@@ -78,11 +78,12 @@ class OnnxCrossEncoder:
         self.config, self.digest = checked_adapter_config(directory, REBUILD)
         exported = _exported(directory, self.config, self.digest)
         self.session = onnx_session(exported, threads or default_threads())
-        self.tokenizer = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
+        saved = (packaged_model_dir() / "tokenizer.json").read_text(encoding="utf-8")
+        self.tokenizer = Tokenizer.from_str(saved)
         # the pair truncation of transformers' BertTokenizerFast, which the model was trained on
         self.tokenizer.enable_truncation(self.config.max_length, strategy="longest_first")
         self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]"))
-        self.query_tokenizer = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
+        self.query_tokenizer = Tokenizer.from_str(saved)
         self.query_tokenizer.no_truncation()
         self.query_tokenizer.no_padding()  # the file pads to 128: pads would count as pieces
 
