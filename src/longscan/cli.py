@@ -477,6 +477,13 @@ def train_command(
             "layout; 18 adds the two query-part columns).",
         ),
     ] = None,
+    feature: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Also read this per-sentence feature, by name, after the first N "
+            "(repeatable; e.g. window_dense_rank).",
+        ),
+    ] = None,
     d_model: Annotated[int, typer.Option(min=8)] = 256,
     layers: Annotated[int, typer.Option(min=1)] = 4,
     lr: Annotated[
@@ -615,7 +622,7 @@ def train_command(
     _setup_logging(verbose)
     from longscan.models.config import ScannerConfig
     from longscan.scanning.checkpoint import CheckpointError
-    from longscan.scanning.features import N_FEATURES, TRAINED_FEATURES
+    from longscan.scanning.features import FEATURE_NAMES, N_FEATURES, TRAINED_FEATURES
     from longscan.training.args import TrainingArgs
     from longscan.training.pipeline import run_training
 
@@ -639,6 +646,12 @@ def train_command(
             data_cache,
         )
         return
+    leading = TRAINED_FEATURES if features is None else min(features, N_FEATURES)
+    unknown = [name for name in feature or () if name not in FEATURE_NAMES]
+    if unknown:
+        choices = ", ".join(FEATURE_NAMES)
+        raise _fail(f"--feature {unknown[0]}: not a feature; choose from {choices}")
+    names = tuple(dict.fromkeys([*FEATURE_NAMES[:leading], *(feature or ())]))
     try:
         encoder, encoder_adapter, context_tokens, table_context = _reading(
             init_from, encoder, encoder_adapter, context_tokens, table_context
@@ -647,7 +660,8 @@ def train_command(
             model=ScannerConfig(
                 d_model=d_model,
                 n_layers=layers,
-                n_features=TRAINED_FEATURES if features is None else min(features, N_FEATURES),
+                n_features=len(names),
+                feature_names=names,
                 bidirectional=bidirectional,
                 read_twice=read_twice,
                 feature_skip=feature_skip,

@@ -23,6 +23,9 @@ class ScannerConfig:
         chunk_size: SSD chunk length (affects speed only, not results beyond float rounding).
         n_groups: groups sharing B and C (``ngroups``); must divide the number of heads.
         n_features: extra per-sentence features (e.g. lexical match); 0 for none.
+        feature_names: which features, by name, when they are not the first ``n_features``
+            of ``longscan.scanning.features.FEATURE_NAMES`` (empty: those first ones, as
+            every configuration written before this field reads).
         bidirectional: add a second stack that reads the sentences back to front.
         read_twice: read ``[q; s1..sn]`` once without scoring, then again from the state the
             first reading left, scoring the second: every logit sees the whole document, with
@@ -49,6 +52,7 @@ class ScannerConfig:
     chunk_size: int = 64
     n_groups: int = 1
     n_features: int = 0
+    feature_names: tuple[str, ...] = ()
     bidirectional: bool = False
     read_twice: bool = False
     feature_skip: bool = False
@@ -68,6 +72,15 @@ class ScannerConfig:
                 raise ValueError(f"{name} must be a positive integer; got {value!r}")
         if not isinstance(self.n_features, int) or self.n_features < 0:
             raise ValueError(f"n_features must be an integer >= 0; got {self.n_features!r}")
+        if not isinstance(self.feature_names, (list, tuple)) or not all(
+            isinstance(name, str) for name in self.feature_names
+        ):
+            raise ValueError(f"feature_names must be names; got {self.feature_names!r}")
+        self.feature_names = tuple(self.feature_names)  # a JSON list reads back as a tuple
+        if self.feature_names and len(self.feature_names) != self.n_features:
+            raise ValueError(
+                f"{len(self.feature_names)} feature_names for n_features={self.n_features}"
+            )
         for name in ("bidirectional", "read_twice", "feature_skip"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool; got {getattr(self, name)!r}")

@@ -26,6 +26,7 @@ from longscan.scanning.features import (
     FEATURE_NAMES,
     LEGACY_TOKEN_MATCH,
     TokenMatch,
+    feature_names,
 )
 
 if TYPE_CHECKING:  # torch loads only with a network, never for reading a config
@@ -92,7 +93,7 @@ def save_checkpoint(
         "model": model.config.to_dict(),
         "members": len(model.members) if isinstance(model, ScannerEnsemble) else 1,
         "encoder": encoder,
-        "features": list(FEATURE_NAMES[: model.config.n_features]),
+        "features": list(feature_names(model.config)),
         "token_match": asdict(token_match),
         "weights_sha256": file_sha256(weights),
         "metadata": metadata or {},
@@ -125,19 +126,20 @@ def read_info(directory: Path) -> tuple[CheckpointInfo, dict[str, Any]]:
             f"(this longscan reads version {FORMAT_VERSION})"
         )
     features = tuple(raw.get("features", ()))
-    if features != FEATURE_NAMES[: len(features)]:  # newer features are appended, never reordered
+    unknown = [name for name in features if name not in FEATURE_NAMES]
+    if unknown:  # newer features are appended, never renamed
         raise CheckpointError(
-            f"{config_path}: trained with features {features}, this longscan computes "
-            f"{FEATURE_NAMES}"
+            f"{config_path}: trained with features {unknown} that this longscan does not "
+            f"compute (it computes {FEATURE_NAMES})"
         )
     try:
         config = ScannerConfig.from_dict(raw["model"])
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"{config_path}: invalid model config ({error})") from None
-    if config.n_features != len(features):
+    if feature_names(config) != features:
         raise CheckpointError(
-            f"{config_path}: the model reads {config.n_features} features but {len(features)} "
-            "are named"
+            f"{config_path}: the model reads features {feature_names(config)} but "
+            f"{features} are named"
         )
     members = raw.get("members", 1)  # configs written before ensembles have no such key
     if isinstance(members, bool) or not isinstance(members, int) or members < 1:

@@ -23,6 +23,7 @@ import numpy as np
 
 from longscan.documents import Document, SentencePositions
 from longscan.encoders.minilm import MAX_TOKENS, SentenceEncoder, unit_rows
+from longscan.models.config import ScannerConfig
 from longscan.retrievers.bm25 import tokenize
 from longscan.scanning.first_stage import FirstStage, SentenceIndex, SentenceIndexes, rank_feature
 from longscan.segment import segment
@@ -47,10 +48,14 @@ FEATURE_NAMES = (
     "token_match_rank",  # rank of token_match among the candidates, 0 for other sentences
     "query_part_bm25",  # the best over the query's sentences of BM25 / that sentence's best
     "query_part_dense_rank",  # the best over the query's sentences of the dense rank under it
+    "window_dense_rank",  # rank of the mean vector of the units within WINDOW_WORDS around it
 )
 FEEDBACK_SENTENCES = 3  # the first-pass sentences whose words, vectors and names are fed back
 TOKEN_CACHE_SIZE = 2048  # sentences whose token states are kept (re-queries, training)
 MAX_QUERY_PARTS = 16  # a query of more sentences is read in this many runs of them
+# A unit's neighbourhood for window_dense_rank: the chunk baselines' 300 words, centred on it
+WINDOW_WORDS = 300
+WINDOW_BLOCK = 4096  # units summed at a time (bounds the float64 sums of a huge document)
 MAX_NAMES = 32  # names taken from the query or the fed-back sentences (bounds a huge query)
 # lower-case words that join a name: "Bank of England", "Ludwig van Beethoven"
 NAME_LINKS = frozenset(["of", "the", "de", "du", "da", "del", "der", "van", "von", "la", "le"])
@@ -67,10 +72,30 @@ ENGLISH_STOP_WORDS = frozenset(
 NAME_STOP_WORDS = ENGLISH_STOP_WORDS | {"did", "does"}
 _NAME_WORD = re.compile(r"[^\W_][\w'’\-]*")
 N_FEATURES = len(FEATURE_NAMES)
+FEATURE_COLUMNS = tuple(range(N_FEATURES))  # what the training data holds: every column
 # what `longscan train` reads unless told: the shipped layout. The query-part columns are
 # opt-in (`--features 18`): three seeds with them lost more SQuAD questions (BENCHMARKS.md,
 # stop 48)
 TRAINED_FEATURES = FEATURE_NAMES.index("query_part_bm25")
+
+
+def feature_names(config: ScannerConfig) -> tuple[str, ...]:
+    """The columns a scanner network reads, by name (its config's, or the first
+    ``n_features`` for a config written before configs named them)."""
+    return config.feature_names or FEATURE_NAMES[: config.n_features]
+
+
+def feature_columns(config: ScannerConfig) -> list[int]:
+    """The columns a scanner network reads, as indices of ``FEATURE_NAMES``.
+
+    Raises:
+        ValueError: a name this longscan does not compute.
+    """
+    names = feature_names(config)
+    unknown = [name for name in names if name not in FEATURE_NAMES]
+    if unknown:
+        raise ValueError(f"unknown feature columns {unknown}; longscan computes {FEATURE_NAMES}")
+    return [FEATURE_NAMES.index(name) for name in names]
 
 
 @dataclass(frozen=True)
@@ -161,11 +186,11 @@ class LexicalFeatures:
         documents: Sequence[Document],
         vectors: np.ndarray,
         query_vector: np.ndarray,
-        columns: int = N_FEATURES,
+        read: Sequence[int] = FEATURE_COLUMNS,
     ) -> np.ndarray:
         """``first_stage`` then ``columns``: every feature column of a query."""
         first = self.first_stage(query, documents, vectors, query_vector)
-        return self.columns(first, documents, vectors, query_vector, columns)
+        return self.columns(first, documents, vectors, query_vector, read)
 
     def columns(
         self,
@@ -173,7 +198,7 @@ class LexicalFeatures:
         documents: Sequence[Document],
         vectors: np.ndarray,
         query_vector: np.ndarray,
-        columns: int = N_FEATURES,
+        read: Sequence[int] = FEATURE_COLUMNS,
     ) -> np.ndarray:
         """Every feature column, exactly as the scanner reads them; training and inference
         both come here, so the two cannot drift apart.
@@ -182,8 +207,8 @@ class LexicalFeatures:
             first: The query's first stage over ``documents``.
             vectors: ``(n_sentences, d)`` sentence vectors of ``documents``, in order.
             query_vector: ``(d,)``.
-            columns: How many leading columns the caller reads (a checkpoint trained on
-                fewer); the token-match columns, the one costly step, are skipped when unread.
+            read: The columns the caller reads (``feature_columns`` of a checkpoint's
+                config); the costly ones (token match, query parts) are left at 0 when unread.
 
         Raises:
             ValueError: the token-match columns are read but no encoder was given.
@@ -195,10 +220,13 @@ class LexicalFeatures:
         add_paragraph_features(features, vectors, query_vector)
         first_pass = first.order()
         self._add_feedback(features, first, documents, vectors, first_pass)
-        if columns > FEATURE_NAMES.index("token_match"):
+        if FEATURE_NAMES.index("token_match") in read:
             self._add_token_match(features, first.query, documents, first_pass)
-        if columns > FEATURE_NAMES.index("query_part_bm25"):
+        if FEATURE_NAMES.index("query_part_bm25") in read:
             self._add_query_parts(features, first, vectors)
+        features[:, FEATURE_NAMES.index("window_dense_rank")] = window_dense_rank(
+            vectors, query_vector, first.index.words, first.index.document_bounds
+        )
         return features
 
     def _add_query_parts(
@@ -388,6 +416,48 @@ def add_paragraph_features(features: np.ndarray, vectors: np.ndarray, query: np.
     means = unit_rows(np.add.reduceat(vectors, starts, axis=0))
     paragraph_rank = rank_feature(means @ query)
     features[:, FEATURE_NAMES.index("paragraph_dense_rank")] = np.repeat(paragraph_rank, sizes)
+
+
+def window_dense_rank(
+    vectors: np.ndarray,
+    query: np.ndarray,
+    words: np.ndarray,
+    document_bounds: np.ndarray,
+    width: int = WINDOW_WORDS,
+) -> np.ndarray:
+    """Rank of the query's cosine with each unit's neighbourhood: the mean vector of the
+    units that lie within ``width / 2`` words of it, in its own document.
+
+    A filing states a figure in a terse row ("Basic and diluted ... $ (0.12)") whose
+    meaning is in the rows and lines around it, and a line-per-row table gives every row a
+    paragraph of its own, so ``paragraph_dense_rank`` reads the row alone. A chunk
+    retriever reads the neighbourhood; this column gives the scanner the same signal for
+    every unit, with no chunk boundary to fall on.
+
+    Args:
+        vectors: ``(n, d)`` unit vectors of the sequence.
+        words: ``(n,)`` words of each unit.
+        document_bounds: ``(documents + 1,)`` each document's first unit, then ``n``.
+    """
+    if not len(vectors):
+        return np.zeros(0, dtype=np.float32)
+    ends = np.cumsum(words)
+    starts = ends - words
+    first = np.searchsorted(ends, starts - width / 2, side="right")
+    stop = np.searchsorted(starts, ends + width / 2, side="left")
+    document = np.searchsorted(document_bounds, np.arange(len(vectors)), side="right") - 1
+    first = np.maximum(first, document_bounds[document])
+    stop = np.minimum(stop, document_bounds[document + 1])
+    cosines = np.empty(len(vectors))
+    for begin in range(0, len(vectors), WINDOW_BLOCK):  # float64 sums of a block at a time
+        end = min(begin + WINDOW_BLOCK, len(vectors))
+        low, high = first[begin:end].min(), stop[begin:end].max()
+        sums = np.zeros((high - low + 1, vectors.shape[1]))
+        np.cumsum(vectors[low:high], axis=0, out=sums[1:])
+        windows = sums[stop[begin:end] - low] - sums[first[begin:end] - low]
+        norms = np.maximum(np.linalg.norm(windows, axis=1), 1e-12)
+        cosines[begin:end] = windows @ query / norms
+    return rank_feature(cosines)
 
 
 ParagraphRuns = tuple[np.ndarray, np.ndarray]  # first sentence of each paragraph, its size

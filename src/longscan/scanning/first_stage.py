@@ -18,6 +18,7 @@ import numpy as np
 from longscan.documents import Document
 from longscan.retrievers.bm25 import build_index, tokenize
 from longscan.retrievers.hybrid import ranks_of
+from longscan.segment import count_words
 
 
 def rank_feature(scores: np.ndarray) -> np.ndarray:
@@ -54,6 +55,9 @@ class SentenceIndex:
     def __init__(self, documents: Sequence[Document]) -> None:
         texts = [text for document in documents for text in document.sentence_texts()]
         self.size = len(texts)
+        self.words = np.array([count_words(text) for text in texts], dtype=np.int64)
+        # each document's first sentence in the sequence, and the end of the last
+        self.document_bounds = np.cumsum([0, *(len(d.sentences) for d in documents)])
         self.bm25: Any = build_index(texts)
         self.structure = (
             np.concatenate([structure_features(d) for d in documents])

@@ -28,7 +28,7 @@ from longscan.scanning.checkpoint import (
     load_checkpoint,
     verified_info,
 )
-from longscan.scanning.features import LexicalFeatures
+from longscan.scanning.features import LexicalFeatures, feature_columns
 
 if TYPE_CHECKING:  # the re-ranker reads the checkpoint module, which imports this package
     from longscan.rerankers.rounds import Lexical, TwoRounds
@@ -187,9 +187,9 @@ class Scanner:
             return np.zeros(0), _no_sentences
         query_vector = self.query_vector(query)
         first = self.features.first_stage(query, documents, vectors, query_vector)
-        columns = self.model.config.n_features  # what the checkpoint was trained on
-        features = self.features.columns(first, documents, vectors, query_vector, columns)
-        logits = self._logits(documents, vectors, query_vector, features[:, :columns])
+        read = feature_columns(self.model.config)  # what the checkpoint was trained on
+        features = self.features.columns(first, documents, vectors, query_vector, read)
+        logits = self._logits(documents, vectors, query_vector, features[:, read])
         return logits, first.index.lexical
 
     def _logits(

@@ -16,7 +16,7 @@ def model_card(report: dict[str, Any], command: str) -> str:
     direction = "bidirectional" if model["bidirectional"] else "causal"
     if model["read_twice"]:  # the config refuses it with bidirectional
         direction = "causal, read twice"
-    features = ", ".join(FEATURE_NAMES[: model["n_features"]])
+    features = ", ".join(model.get("feature_names") or FEATURE_NAMES[: model["n_features"]])
     musique = (
         "MuSiQue sentence answering each hop"
         if args.get("sentence_labels")

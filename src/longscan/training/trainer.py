@@ -10,6 +10,7 @@ import torch
 
 from longscan.models.scanner import ScannerModel
 from longscan.progress import Bar
+from longscan.scanning.features import feature_columns
 from longscan.training.args import TrainingArgs
 from longscan.training.data import TrainingSet, batches
 from longscan.training.losses import accuracy_at_top, listwise_softmax, weighted_bce
@@ -44,7 +45,7 @@ def evaluate_loss(model: ScannerModel, data: TrainingSet, batch_size: int) -> di
     losses, hits, count = [], 0.0, 0
     generator = torch.Generator().manual_seed(0)
     for sentences, query, features, labels, mask in batches(data, batch_size, generator, False):
-        features = features[..., : model.config.n_features]
+        features = features[..., feature_columns(model.config)]
         logits = model(sentences, query, features, mask).logits
         losses.append(float(weighted_bce(logits, labels, mask)) * len(query))
         hits += accuracy_at_top(logits, labels, mask, 10) * len(query)
@@ -92,7 +93,7 @@ def train(
         for sentences, query, features, labels, mask in batches(
             train_set, args.batch_size, generator
         ):
-            features = features[..., : model.config.n_features]
+            features = features[..., feature_columns(model.config)]
             logits = model(sentences, query, features, mask).logits
             loss = weighted_bce(logits, labels, mask)
             if args.listwise:

@@ -6,13 +6,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from longscan.scanning import CheckpointError, load_checkpoint, save_checkpoint
+from longscan.documents import Document
+from longscan.encoders.cache import EmbeddingCache
+from longscan.models.config import ScannerConfig
+from longscan.models.scanner import ScannerModel
+from longscan.scanning import CheckpointError, Scanner, load_checkpoint, save_checkpoint
 from longscan.scanning.checkpoint import (
     CONFIG_FILE,
     WEIGHTS_FILE,
     default_checkpoint_dir,
     verified_info,
 )
+from longscan.scanning.features import FEATURE_NAMES
 
 
 def test_round_trip_gives_identical_logits(tiny_checkpoint: Path, make_tiny_model) -> None:
@@ -66,8 +71,41 @@ def test_features_out_of_order_are_refused(tiny_checkpoint: Path) -> None:
     config = json.loads((tiny_checkpoint / CONFIG_FILE).read_text())
     config["features"] = list(reversed(config["features"]))
     (tiny_checkpoint / CONFIG_FILE).write_text(json.dumps(config))
-    with pytest.raises(CheckpointError, match="trained with features"):
+    with pytest.raises(CheckpointError, match="are named"):
         load_checkpoint(tiny_checkpoint)
+
+
+def test_features_this_longscan_lacks_are_refused(tiny_checkpoint: Path) -> None:
+    config = json.loads((tiny_checkpoint / CONFIG_FILE).read_text())
+    config["features"][-1] = "a_column_from_the_future"
+    (tiny_checkpoint / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="does not compute"):
+        load_checkpoint(tiny_checkpoint)
+
+
+def test_a_scanner_reads_the_columns_its_config_names(tmp_path: Path, monkeypatch) -> None:
+    """A network trained on chosen columns (not the first n) reads exactly those, saved
+    and loaded by name, whatever their positions."""
+    chosen = ("dense_rank", "window_dense_rank", "bm25_over_max")
+    torch.manual_seed(0)
+    config = ScannerConfig(
+        d_model=32, n_layers=1, d_state=8, headdim=16, n_features=3, feature_names=chosen
+    )
+    directory = save_checkpoint(
+        ScannerModel(config).eval(), tmp_path / "c", "all-MiniLM-L6-v2/ctx256"
+    )
+    assert json.loads((directory / CONFIG_FILE).read_text())["features"] == list(chosen)
+    model, info = load_checkpoint(directory)
+    assert info.features == chosen and model.config.feature_names == chosen
+    scanner = Scanner(model, info, cache=EmbeddingCache(tmp_path / "vectors"))
+    document = Document("d", "Paris is the capital of France.\n\nBerlin is in Germany. It is big.")
+    seen = []
+    monkeypatch.setattr(scanner, "_scan", lambda v, q, features: seen.append(features) or v[:, 0])
+    query = "capital of France"
+    scanner.scan(query, [document])
+    vectors = scanner.sentence_vectors(document)
+    every = scanner.features.for_scan(query, [document], vectors, scanner.query_vector(query))
+    assert seen[0] == pytest.approx(every[:, [FEATURE_NAMES.index(n) for n in chosen]])
 
 
 def test_missing_checkpoint_is_refused(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.minilm import get_encoder
 from longscan.retrievers.scanner import ScannerRetriever
 from longscan.scanning import Scanner, SlidingWindow
+from longscan.scanning import features as features_module
 from longscan.scanning.features import (
     FEATURE_NAMES,
     MAX_QUERY_PARTS,
@@ -17,7 +18,9 @@ from longscan.scanning.features import (
     capitalised_names,
     max_sim,
     query_parts,
+    window_dense_rank,
 )
+from longscan.scanning.first_stage import rank_feature
 
 
 def test_streaming_equals_one_full_pass(tiny_scanner: Scanner, novel: Document) -> None:
@@ -80,9 +83,9 @@ def test_scanner_retriever_offsets_are_exact(tiny_scanner: Scanner, novel: Docum
 def test_lexical_features_mark_matching_sentences() -> None:
     document = Document("d", "Paris is the capital of France.\n\nBerlin is in Germany. It is big.")
     vectors = np.eye(3, 8, dtype=np.float32)
-    columns = FEATURE_NAMES.index("token_match")
+    read = range(FEATURE_NAMES.index("token_match"))  # no encoder: no token match
     features = LexicalFeatures().for_scan(
-        "capital of France", [document], vectors, vectors[1], columns
+        "capital of France", [document], vectors, vectors[1], read
     )
     assert features.shape == (3, len(FEATURE_NAMES))
     assert features[0, 0] == pytest.approx(1.0) and features[1:, 0].max() == 0
@@ -203,12 +206,12 @@ def test_token_match_reads_a_question_after_a_long_instruction() -> None:
     encoder = get_encoder()
     assert len(encoder.tokenizer.pieces([instruction], 256)[0]) > TokenMatch().max_tokens
     column = FEATURE_NAMES.index("token_match")
-    columns = FEATURE_NAMES.index("token_match_rank") + 1  # the vectors here are not MiniLM's
+    read = range(FEATURE_NAMES.index("token_match_rank") + 1)  # the vectors are not MiniLM's
 
     def token_match(text: str, settings: TokenMatch) -> np.ndarray:
         features = LexicalFeatures(encoder, token_match=settings)
         features.query_vector(text)  # inference: the query's tokens from its own pass
-        return features.for_scan(text, [document], vectors, vectors[5], columns)[:, column]
+        return features.for_scan(text, [document], vectors, vectors[5], read)[:, column]
 
     whole = token_match(query, TokenMatch())
     cut = token_match(query, TokenMatch(query_tokens=32))
@@ -218,7 +221,7 @@ def test_token_match_reads_a_question_after_a_long_instruction() -> None:
     assert cut[0] == pytest.approx(max_sim(instruction_only, answer))  # never saw the question
     assert whole[0] > cut[0]
     assert whole[0] == whole.max()
-    trained = LexicalFeatures(encoder).for_scan(query, [document], vectors, vectors[5], columns)
+    trained = LexicalFeatures(encoder).for_scan(query, [document], vectors, vectors[5], read)
     assert trained[:, column] == pytest.approx(whole)  # training encodes it on its own
 
 
@@ -267,15 +270,20 @@ def test_query_parts_cover_a_huge_query_in_a_few_runs() -> None:
     assert query_parts("One question only?") == ["One question only?"]
 
 
+COSTLY = ("token_match", "query_part")  # the columns that run the encoder
+
+
 def test_token_match_needs_the_encoder_only_when_read() -> None:
     document = Document("d", "Paris is the capital of France. Berlin is in Germany.")
     vectors = np.eye(2, 8, dtype=np.float32)
     query = "capital of France"
     with pytest.raises(ValueError, match="sentence encoder"):
         LexicalFeatures().for_scan(query, [document], vectors, vectors[0])
-    columns = FEATURE_NAMES.index("token_match")
-    features = LexicalFeatures().for_scan(query, [document], vectors, vectors[0], columns)
-    assert features[:, columns:].max() == 0
+    read = [i for i, name in enumerate(FEATURE_NAMES) if not name.startswith(COSTLY)]
+    features = LexicalFeatures().for_scan(query, [document], vectors, vectors[0], read)
+    costly = [i for i, name in enumerate(FEATURE_NAMES) if name.startswith(COSTLY)]
+    assert features[:, costly].max() == 0
+    assert features[:, FEATURE_NAMES.index("window_dense_rank")].max() > 0  # read, and cheap
 
 
 def test_max_sim() -> None:
@@ -283,3 +291,57 @@ def test_max_sim() -> None:
     assert max_sim(query, np.array([[1.0, 0.0]])) == pytest.approx(0.5)
     assert max_sim(query, query) == pytest.approx(1.0)
     assert max_sim(query, np.zeros((0, 2))) == 0.0
+
+
+def reference_windows(vectors: np.ndarray, query: np.ndarray, reach: int, bounds) -> np.ndarray:
+    """The cosine of each unit's neighbourhood, unit by unit: the units at most ``reach``
+    positions away in its own document (equal-length units)."""
+    cosines = []
+    for i in range(len(vectors)):
+        document = np.searchsorted(bounds, i, side="right") - 1
+        low, high = max(i - reach, bounds[document]), min(i + reach + 1, bounds[document + 1])
+        mean = vectors[low:high].sum(axis=0)
+        cosines.append(mean @ query / np.linalg.norm(mean))
+    return rank_feature(np.array(cosines))
+
+
+def test_window_rank_reads_a_units_neighbours_in_its_own_document(monkeypatch) -> None:
+    """A terse unit whose own vector is off the question ranks first when its neighbours
+    are on it; the next document's units, however close, are not its neighbours."""
+    axes = np.eye(4, dtype=np.float32)
+    # unit 2 (the "row") is off the query's axis, its two neighbours on it; document 2
+    # begins on the axis, right after document 1's last unit
+    vectors = axes[[2, 0, 1, 0, 2, 2, 0, 3, 3, 3]]
+    bounds = np.array([0, 6, 10])
+    words = np.full(10, 10)  # a 20-word window: the unit either side
+    ranks = window_dense_rank(vectors, axes[0], words, bounds, width=20)
+    assert ranks == pytest.approx(reference_windows(vectors, axes[0], 1, bounds))
+    assert ranks[2] == ranks.max()
+    as_one = window_dense_rank(vectors, axes[0], words, np.array([0, 10]), width=20)
+    assert as_one[5] > ranks[5]  # read as one document, unit 6 would lift unit 5
+    monkeypatch.setattr(features_module, "WINDOW_BLOCK", 3)  # block edges change nothing
+    assert window_dense_rank(vectors, axes[0], words, bounds, width=20) == pytest.approx(ranks)
+
+
+def test_window_rank_of_a_filing_ignores_the_documents_beside_it(filing_path) -> None:
+    """Apple's 10-Q read after another report: its units keep their window order exactly,
+    and the column is filled for every unit of both."""
+    encoder = get_encoder()
+    filing = Document("aapl", filing_path.read_text(encoding="utf-8"))
+    other = Document("other", "Revenue rose. " * 40 + "\n\nBasic earnings per share were $ 2.")
+    query = "What was Apple's basic earnings per share?"
+    column = FEATURE_NAMES.index("window_dense_rank")
+    read = [column]  # the cheap columns only: no token match
+
+    def windows(documents: list[Document]) -> np.ndarray:
+        vectors = np.concatenate([encoder.encode(d.sentence_texts()) for d in documents])
+        features = LexicalFeatures(encoder).for_scan(
+            query, documents, vectors, encoder.encode([query])[0], read
+        )
+        return features[:, column]
+
+    alone = windows([filing])
+    together = windows([other, filing])
+    after = together[len(other.sentences) :]
+    assert (alone > 0).all() and (together > 0).all()
+    assert (np.argsort(-alone, kind="stable") == np.argsort(-after, kind="stable")).all()
