@@ -473,15 +473,16 @@ def train_command(
         int | None,
         typer.Option(
             min=0,
-            help="Read only the first N per-sentence features (default: 16, the shipped "
-            "layout; 18 adds the two query-part columns).",
+            help="Read the first N per-sentence features (default: the shipped layout, the "
+            "first 16 and window_dense_rank; 18 is the first 16 and the two query-part "
+            "columns).",
         ),
     ] = None,
     feature: Annotated[
         list[str] | None,
         typer.Option(
-            help="Also read this per-sentence feature, by name, after the first N "
-            "(repeatable; e.g. window_dense_rank).",
+            help="Also read this per-sentence feature, by name (repeatable; e.g. "
+            "--features 18 --feature window_dense_rank).",
         ),
     ] = None,
     d_model: Annotated[int, typer.Option(min=8)] = 256,
@@ -646,12 +647,12 @@ def train_command(
             data_cache,
         )
         return
-    leading = TRAINED_FEATURES if features is None else min(features, N_FEATURES)
     unknown = [name for name in feature or () if name not in FEATURE_NAMES]
     if unknown:
         choices = ", ".join(FEATURE_NAMES)
         raise _fail(f"--feature {unknown[0]}: not a feature; choose from {choices}")
-    names = tuple(dict.fromkeys([*FEATURE_NAMES[:leading], *(feature or ())]))
+    layout = TRAINED_FEATURES if features is None else FEATURE_NAMES[: min(features, N_FEATURES)]
+    names = tuple(dict.fromkeys([*layout, *(feature or ())]))
     try:
         encoder, encoder_adapter, context_tokens, table_context = _reading(
             init_from, encoder, encoder_adapter, context_tokens, table_context

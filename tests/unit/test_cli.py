@@ -367,6 +367,13 @@ def test_train_lengths_default_to_the_recipe_and_refuse_what_is_no_length(tmp_pa
     assert not any(tmp_path.iterdir())  # refused before anything was built or written
 
 
+def test_train_refuses_a_feature_it_does_not_compute(tmp_path) -> None:
+    result = CliRunner().invoke(app, ["train", "--out", str(tmp_path), "--feature", "nope"])
+    assert result.exit_code != 0 and "--feature nope: not a feature" in result.output
+    assert "window_dense_rank" in result.output  # the choices are listed
+    assert not any(tmp_path.iterdir())
+
+
 def test_ask_shows_a_table_row_with_the_lines_that_say_what_it_is(filing_path: Path) -> None:
     """A row of figures alone does not say what they are: the terminal view gives the row's
     table title, column header and row group under it; prose gets no such line."""

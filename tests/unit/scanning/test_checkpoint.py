@@ -176,7 +176,6 @@ def test_a_checkpoint_keeps_the_token_match_it_was_trained_with(
     before they were recorded reads with the values it was trained with (20 and 48; the
     query cut like a sentence)."""
     from longscan.scanning.features import (
-        FEATURE_NAMES,
         LEGACY_TOKEN_MATCH,
         TRAINED_FEATURES,
         TokenMatch,
@@ -200,4 +199,4 @@ def test_a_checkpoint_keeps_the_token_match_it_was_trained_with(
             verified_info(directory)
     shipped = verified_info(default_checkpoint_dir())[0]
     assert shipped.token_match == TokenMatch()  # the shipped scanner reads what training makes
-    assert shipped.features == FEATURE_NAMES[:TRAINED_FEATURES]  # and `train` trains its layout
+    assert shipped.features == TRAINED_FEATURES  # and `train` trains its layout
