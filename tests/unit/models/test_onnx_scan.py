@@ -40,7 +40,7 @@ def test_the_shipped_scanner_ranks_the_novel_the_same(novel, monkeypatch) -> Non
     monkeypatch.setenv("LONGSCAN_RUNTIME", "torch")
     reference = Scanner.from_pretrained(cache=fast.cache)
     assert isinstance(fast.model, OnnxScanNetwork)
-    assert isinstance(reference.model, ScannerModel)
+    assert isinstance(reference.model, (ScannerModel, ScannerEnsemble))  # PyTorch
     for question in ("Who fell down the rabbit hole?", "What did the Cat say to Alice?"):
         ours, theirs = fast.score(question, [novel]), reference.score(question, [novel])
         assert np.abs(ours - theirs).max() < 1e-3
