@@ -11,6 +11,7 @@ import errno
 import hashlib
 import json
 import logging
+import math
 import os
 import sys
 from bisect import bisect_right
@@ -261,10 +262,17 @@ class Evidence:
         print (``EVIDENCE_JSON_SCHEMA``).
 
         Raises:
-            ValueError: a field of the wrong type (``unit`` must be an index).
+            ValueError: a field of the wrong type (``unit`` must be an index), or a score
+                that is not a finite number (NaN or infinity is not JSON, and a ranking by
+                it means nothing: it is a defect to report, never a value to print).
         """
         if not isinstance(self.unit, int | np.integer) or isinstance(self.unit, bool):
             raise ValueError(f"Evidence.unit is the unit's index, not {self.unit!r}")
+        if not math.isfinite(self.score):
+            raise ValueError(
+                f"the evidence at {self.doc_id}:{self.start}-{self.end} has score "
+                f"{self.score}, not a finite number; the scores cannot be trusted"
+            )
         return {
             "doc_id": str(self.doc_id),
             "start": int(self.start),

@@ -35,6 +35,12 @@ def check(evidence: dict, text: str, doc_id: str) -> None:
     assert (start, end) == (evidence["start"], evidence["end"])
 
 
+@pytest.mark.parametrize("score", [float("nan"), float("inf"), float("-inf")])
+def test_to_json_refuses_a_score_that_json_cannot_hold(score: float) -> None:
+    with pytest.raises(ValueError, match="not a finite number"):
+        Evidence("a.txt", 0, 4, "Mara", score, 0).to_json()
+
+
 def test_to_json_is_the_schema_and_refuses_a_unit_that_is_not_an_index() -> None:
     item = Evidence("a.txt", 0, 4, "Mara", 1.5, 0)
     jsonschema.validate(item.to_json(), EVIDENCE_JSON_SCHEMA)

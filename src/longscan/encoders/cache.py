@@ -3,7 +3,9 @@
 A document is encoded once; every later query over it (in this process or the next) reads
 the vectors back. The key covers everything the vectors depend on (encoder, unit kind,
 segmentation, the spans themselves), and each file's metadata repeats the key, so a stale or
-foreign file is never used.
+foreign file is never used. The metadata also records a digest of the array's bytes, and an
+array read back must match it and hold finite numbers only: a flipped byte on disk would
+otherwise move every score silently (or turn one into NaN), so such a file is encoded again.
 """
 
 from __future__ import annotations
@@ -87,6 +89,14 @@ def recorded_sha256(path: Path) -> str:
         return file_sha256(path)
 
 
+def array_digest(array: np.ndarray) -> str:
+    """A digest of an array's dtype, shape and bytes: what a cached file must reproduce."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f"{array.dtype.str}{array.shape}".encode())
+    digest.update(np.ascontiguousarray(array).data)
+    return digest.hexdigest()
+
+
 def spans_digest(spans: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(spans, dtype=np.int64).tobytes()).hexdigest()[:16]
 
@@ -146,7 +156,7 @@ class EmbeddingCache:
         save_file(
             {"array": np.ascontiguousarray(array)},
             str(temporary),
-            metadata={"key": key, "longscan": __version__},
+            metadata={"key": key, "longscan": __version__, "digest": array_digest(array)},
         )
         temporary.replace(path)  # atomic: readers never see half a file
 
@@ -168,10 +178,19 @@ class EmbeddingCache:
 
         try:
             with safe_open(str(path), framework="numpy") as handle:
-                if (handle.metadata() or {}).get("key") != key:
+                metadata = handle.metadata() or {}
+                if metadata.get("key") != key:
                     logger.warning("%s: cache key mismatch; ignoring the file", path)
                     return None
-                return handle.get_tensor("array")
+                array = handle.get_tensor("array")
         except Exception as error:  # a corrupt cache file is a miss, never a crash
             logger.warning("%s: unreadable cache file (%s); re-encoding", path, error)
             return None
+        if metadata.get("digest") != array_digest(array):
+            # files written before digests were recorded are encoded again too
+            logger.warning("%s: cached array does not match its digest; re-encoding", path)
+            return None
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            logger.warning("%s: cached array holds non-finite values; re-encoding", path)
+            return None
+        return array

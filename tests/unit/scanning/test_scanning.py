@@ -57,6 +57,43 @@ def test_corrupt_cache_file_is_a_miss(tiny_scanner: Scanner) -> None:
     assert tiny_scanner.encoder.encoded_sentences == 4
 
 
+def _cached_file(scanner: Scanner, document: Document):
+    return scanner.cache.directory / f"{scanner.encoder.cache_key(document)}.safetensors"
+
+
+def test_flipped_bytes_in_a_cached_file_are_encoded_again(tiny_scanner: Scanner, caplog) -> None:
+    document = Document("d", "The tower was built in 1889. Its designer was Gustave Eiffel.")
+    before = tiny_scanner.score("Who designed the tower?", [document])
+    path = _cached_file(tiny_scanner, document)
+    data = bytearray(path.read_bytes())
+    data[-16:] = bytes(255 - b for b in data[-16:])  # 16 bytes of the vectors, still parseable
+    path.write_bytes(bytes(data))
+    tiny_scanner.cache = EmbeddingCache(tiny_scanner.cache.directory)
+    with caplog.at_level("WARNING", logger="longscan.encoders.cache"):
+        after = tiny_scanner.score("Who designed the tower?", [document])
+    assert "digest" in caplog.text
+    assert tiny_scanner.encoder.encoded_sentences == 4  # encoded again, not read
+    np.testing.assert_allclose(after, before, atol=1e-5)
+
+
+def test_non_finite_cached_vectors_are_encoded_again(tiny_scanner: Scanner) -> None:
+    from safetensors.numpy import save_file
+
+    from longscan.encoders.cache import array_digest
+
+    document = Document("d", "Alpha. Beta.")
+    before = tiny_scanner.score("alpha", [document])
+    path = _cached_file(tiny_scanner, document)
+    key = tiny_scanner.encoder.cache_key(document)
+    vectors = EmbeddingCache(tiny_scanner.cache.directory).get(key).copy()
+    vectors[0, :] = np.nan  # consistent with its digest: only the values are wrong
+    save_file({"array": vectors}, str(path), metadata={"key": key, "digest": array_digest(vectors)})
+    tiny_scanner.cache = EmbeddingCache(tiny_scanner.cache.directory)
+    after = tiny_scanner.score("alpha", [document])
+    assert np.isfinite(after).all()
+    np.testing.assert_allclose(after, before, atol=1e-5)
+
+
 def test_sliding_windows_cover_everything_and_overlap() -> None:
     windows = SlidingWindow(100, 50).windows(np.full(30, 10.0))  # 300 tokens
     assert windows[0] == (0, 10) and windows[-1][1] == 30
