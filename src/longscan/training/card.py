@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from longscan.scanning.features import FEATURE_NAMES
+from longscan.models.config import ScannerConfig
+from longscan.scanning.features import feature_names
 
 
 def model_card(report: dict[str, Any], command: str) -> str:
@@ -16,7 +17,7 @@ def model_card(report: dict[str, Any], command: str) -> str:
     direction = "bidirectional" if model["bidirectional"] else "causal"
     if model["read_twice"]:  # the config refuses it with bidirectional
         direction = "causal, read twice"
-    features = ", ".join(model.get("feature_names") or FEATURE_NAMES[: model["n_features"]])
+    features = ", ".join(feature_names(ScannerConfig.from_dict(model)))
     musique = (
         "MuSiQue sentence answering each hop"
         if args.get("sentence_labels")

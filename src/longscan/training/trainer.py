@@ -44,8 +44,9 @@ def evaluate_loss(model: ScannerModel, data: TrainingSet, batch_size: int) -> di
     model.eval()
     losses, hits, count = [], 0.0, 0
     generator = torch.Generator().manual_seed(0)
+    read = feature_columns(model.config)
     for sentences, query, features, labels, mask in batches(data, batch_size, generator, False):
-        features = features[..., feature_columns(model.config)]
+        features = features[..., read]
         logits = model(sentences, query, features, mask).logits
         losses.append(float(weighted_bce(logits, labels, mask)) * len(query))
         hits += accuracy_at_top(logits, labels, mask, 10) * len(query)
@@ -88,12 +89,13 @@ def train(
     started = time.perf_counter()
     bar = Bar("training", total=total, enabled=progress).start()
     step = 0
+    read = feature_columns(model.config)
     for epoch in range(args.epochs):
         micro = 0
         for sentences, query, features, labels, mask in batches(
             train_set, args.batch_size, generator
         ):
-            features = features[..., feature_columns(model.config)]
+            features = features[..., read]
             logits = model(sentences, query, features, mask).logits
             loss = weighted_bce(logits, labels, mask)
             if args.listwise:
