@@ -1156,16 +1156,23 @@ def bank_remove(
     keys: Annotated[list[str], typer.Argument(help="Document keys (as shown by search).")],
     bank: Annotated[Path | None, BANK_OPTION] = None,
 ) -> None:
-    """Remove documents from the bank and its indexes."""
+    """Remove documents from the bank and its indexes; exit 1 when a key is not in the bank
+    (the others are removed)."""
     from longscan.bank import MemoryBank
     from longscan.bank.store import BankError
 
     try:
         store = MemoryBank(_bank_folder(bank), create=False)
-        removed = store.remove(keys)
-        console.print_json(json.dumps({"removed": removed, "documents": len(store)}))
+        wanted = list(dict.fromkeys(keys))
+        unknown = [key for key in wanted if store.id_of(key) is None]
+        removed = store.remove(wanted)
+        summary = {"removed": removed, "unknown": unknown, "documents": len(store)}
+        console.print_json(json.dumps(summary))
     except BankError as error:
         raise _fail(str(error)) from None
+    if unknown:
+        names = ", ".join(map(repr, unknown))
+        raise _fail(f"not in the bank: {names} (keys as `longscan bank search` shows them)", 1)
 
 
 @bank_app.command("stats")
@@ -1182,23 +1189,20 @@ def bank_stats(bank: Annotated[Path | None, BANK_OPTION] = None) -> None:
 
 @bank_app.command("check")
 def bank_check(bank: Annotated[Path | None, BANK_OPTION] = None) -> None:
-    """Compare the documents with the BM25 and dense indexes, id by id; exit 1 if they
-    disagree (`longscan bank repair` mends that)."""
+    """Compare the documents with the BM25 and dense indexes, id by id; exit 1 unless every
+    document is in both, once (`longscan bank repair` mends that)."""
     from longscan.bank import MemoryBank
     from longscan.bank.store import BankError
 
+    folder = _bank_folder(bank)
     try:
-        report = MemoryBank(_bank_folder(bank), create=False).check()
+        report = MemoryBank(folder, create=False).check()
     except BankError as error:
         raise _fail(str(error)) from None
     console.print_json(json.dumps(report.as_dict()))
     if not report.ok:
-        errors.print(
-            f"the indexes disagree: `longscan bank repair --bank {bank}` mends them",
-            highlight=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(1)
+        found = "; ".join(report.problems)
+        raise _fail(f"{found}: `longscan bank repair --bank {folder}` mends that", code=1)
 
 
 @bank_app.command("repair")

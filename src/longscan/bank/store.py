@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from longscan.bank.dense import usearch_index
 from longscan.documents import Document, Place, places_from_json, places_to_json
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.external import PACKAGED, canonical_encoder, encoder_dim
@@ -149,10 +150,12 @@ def groups(
 class CheckReport:
     """Where the table and the indexes disagree (ids), from ``MemoryBank.check``.
 
-    ``missing``: flagged indexed in the table, absent from the index; ``orphans``: in the
-    index, not in the table; ``duplicates``: more than once in the BM25 index;
-    ``unreadable``: index files that cannot be read (all their documents are missing).
-    Documents not yet indexed (``pending``) are not a disagreement: ``sync`` indexes them.
+    ``pending``: documents not indexed yet (an interrupted ``add`` or ``repair`` leaves
+    them; ``repair`` indexes them); ``missing``: flagged indexed in the table, absent from
+    the index; ``orphans``: in the index, not in the table; ``duplicates``: more than once in
+    the BM25 index; ``unreadable``: index files that cannot be read (all their documents are
+    missing); ``entries``: the documents each readable index holds. A bank is ``ok`` only
+    when every document is in both indexes, once: searches see the whole bank.
     """
 
     documents: int = 0
@@ -161,17 +164,38 @@ class CheckReport:
     orphans: dict[str, list[int]] = field(default_factory=dict)
     duplicates: list[int] = field(default_factory=list)
     unreadable: dict[str, str] = field(default_factory=dict)  # file -> why
+    entries: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def problems(self) -> list[str]:
+        """What keeps the bank from being whole, one line each; none when it is."""
+        found = [f"{file} cannot be read" for file in self.unreadable]
+        if self.pending:
+            found.append(f"{self.pending} of {self.documents} documents are not indexed")
+        for name, count in self.entries.items():
+            if count < self.documents:
+                found.append(f"the {name} index holds {count} of {self.documents} documents")
+        for name, ids in self.missing.items():
+            if ids:
+                found.append(f"{len(ids)} documents flagged indexed are not in the {name} index")
+        for name, ids in self.orphans.items():
+            if ids:
+                found.append(f"the {name} index holds {len(ids)} deleted documents")
+        if self.duplicates:
+            found.append(f"{len(self.duplicates)} documents are in the bm25 index more than once")
+        return found
 
     @property
     def ok(self) -> bool:
-        problems = [*self.missing.values(), *self.orphans.values(), self.duplicates]
-        return not any(problems) and not self.unreadable
+        return not self.problems
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
+            "problems": self.problems,
             "documents": self.documents,
             "pending": self.pending,
+            "entries": self.entries,
             "missing": self.missing,
             "orphans": self.orphans,
             "duplicates": self.duplicates,
@@ -512,8 +536,7 @@ class MemoryBank:
         file = self.path / "dense.usearch"
         stamp = _stamp(file)
         if self._dense is None or (stamp != self._dense_stamp and not self._dense_dirty):
-            from usearch.index import Index
-
+            Index = usearch_index()  # noqa: N806  # a class
             if stamp is None:
                 self._dense = Index(ndim=self.dim, metric="cos", dtype="f32")
             else:
@@ -648,6 +671,8 @@ class MemoryBank:
             report.unreadable["dense.usearch"] = str(error)
         for name in ("bm25", "dense"):
             found = entries.get(name, Counter())
+            if name in entries:
+                report.entries[name] = len(set(found) & set(table))
             report.missing[name] = sorted(indexed - set(found))
             report.orphans[name] = sorted(set(found) - set(table))
         report.duplicates = sorted(i for i, n in entries.get("bm25", Counter()).items() if n > 1)

@@ -219,3 +219,30 @@ def test_only_add_creates_a_bank(tmp_path: Path, command: list[str]) -> None:
     assert not typo.exists()
     with pytest.raises(BankNotFound):
         MemoryBank(typo, create=False)
+
+
+def test_check_fails_while_documents_wait_to_be_indexed(tmp_path: Path) -> None:
+    """What a crashed repair leaves: every document stored, flagged not indexed, and both
+    indexes empty. Searches would find nothing, so the bank is not ok."""
+    bank = MemoryBank(tmp_path)
+    bank.add(_docs("p", 3))
+    report = bank.check()
+    assert not report.ok
+    assert report.entries == {"bm25": 0, "dense": 0}
+    assert "3 of 3 documents are not indexed" in report.problems
+    assert "the dense index holds 0 of 3 documents" in report.problems
+    result = CliRunner().invoke(app, ["bank", "check", "--bank", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "3 of 3 documents are not indexed" in _output(result)
+    assert f"bank repair --bank {tmp_path}" in _output(result)
+    bank.sync(progress=False)
+    assert bank.check().ok and bank.check().problems == []
+
+
+def test_removing_an_unknown_key_names_it_and_fails(tmp_path: Path) -> None:
+    _indexed_bank(tmp_path, _docs("r", 2))
+    result = CliRunner().invoke(app, ["bank", "remove", "r0", "r9", "--bank", str(tmp_path)])
+    assert result.exit_code == 1
+    assert '"unknown": [ "r9" ]' in _output(result) and "not in the bank: 'r9'" in _output(result)
+    assert '"removed": 1' in _output(result)  # the known key is removed all the same
+    assert_each_document_once(MemoryBank(tmp_path), _docs("r", 2)[1:])
