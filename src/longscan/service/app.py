@@ -12,6 +12,12 @@ strings count UTF-16 code units, where such a character is two; the page convert
 Requests pass, outermost first: the ``Host`` check (only the names the service is bound
 to, against DNS rebinding), the same-origin check on writes, the key check, the body limit,
 then the routes; each refusal is made before the body is read.
+
+Uploads are read on threads beside the one worker that answers questions (a slow file delays
+other uploads, never a question), and a reply says what was stored: an upload is either in
+the bank and reported, or refused and not stored, a 504 included. A question whose client
+closes the connection is abandoned; one that times out keeps the encoding of its documents,
+so asking again goes on from there.
 """
 
 from __future__ import annotations
@@ -22,12 +28,12 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import Depends, FastAPI, File, HTTPException, Request, Response, UploadFile
 from fastapi import Path as PathParameter
@@ -57,15 +63,23 @@ from longscan.service.limits import (
 from longscan.service.settings import ServiceSettings
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 MAX_DOCUMENTS_PER_QUESTION = 50
 SQLITE_MAX_INTEGER = 2**63 - 1
 DocId = Annotated[int, Field(ge=1, le=SQLITE_MAX_INTEGER, description="A bank id.")]
+
+
+class ClientGone(Exception):
+    """The client closed the connection before its answer was ready."""
+
+
 ERROR_STATUS: dict[type[Exception], int] = {
     Busy: 503,
     BankBusy: 503,  # another process (a CLI `bank add`) holds the bank's writer lock
     TimedOut: 504,
     Abandoned: 504,
     UnknownDocument: 404,
+    ClientGone: 499,  # nginx's "client closed request": counted, never read
 }
 UPLOAD_CHUNK_BYTES = 1 << 20
 STATIC = resources.files("longscan.service") / "static"
@@ -163,8 +177,10 @@ class Health(BaseModel):
     running: int = Field(description="Jobs the worker is running (0 or 1).")
     abandoned: int = Field(
         description="Of those queued or running, jobs whose client already gave up (504 or a "
-        "closed connection); a running one stops at its next checkpoint."
+        "closed connection); a running one stops at its next checkpoint, except a "
+        "document's encoding after a 504, which finishes so that asking again finds it."
     )
+    reading: int = Field(description="Uploads being read beside the worker, or waiting to be.")
     llm: str | None
 
 
@@ -199,6 +215,7 @@ class Metrics:
                 "Queued or running jobs whose client gave up.",
                 lambda: engine.counts().abandoned,
             ),
+            "longscan_reading": ("Uploads being read or waiting to be.", lambda: engine.reading),
             "longscan_documents": ("Documents in the bank.", lambda: engine.document_count),
             "longscan_document_cache_bytes": (
                 "Memory held by segmented documents kept for reuse.",
@@ -253,6 +270,31 @@ def _evidence_out(items: list[Evidence]) -> list[EvidenceOut]:
 
 def _document_out(info: DocumentInfo) -> DocumentOut:
     return DocumentOut(**asdict(info))
+
+
+async def until_client_leaves(request: Request) -> None:
+    """Return once the client has closed the connection (its body has been read: what
+    comes next is the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> T:
+    """``work``'s result, unless the client closes the connection first: then ``work`` is
+    cancelled (its queued job skipped, a running one stopped at its next checkpoint, and
+    counted as abandoned until then) and ``ClientGone`` is raised."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(until_client_leaves(request))
+    try:
+        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        left = not task.done()
+        watcher.cancel()
+        task.cancel()
+    if left:
+        await asyncio.wait((task,))  # the job hears it is abandoned before the reply
+        raise ClientGone("the client closed the connection")
+    return task.result()
 
 
 def create_app(settings: ServiceSettings) -> FastAPI:
@@ -327,32 +369,58 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
     # ------------------------------------------------------------------- documents
 
+    def not_stored(name: str) -> HTTPException:
+        return HTTPException(
+            504,
+            f"{name!r} was not stored: reading and storing it took over "
+            f"{engine.settings.scan_timeout_s:g} s (a large file, or a busy server); upload it "
+            "again",
+        )
+
     async def store(name: str, chunks: AsyncIterator[bytes]) -> UploadOut:
-        """Write an upload beside its checked name, then have the worker read it into the
-        bank and put it in place (``Engine.add_file``): uploads under one name are read and
-        stored one at a time, and a refused one leaves the stored file as it was."""
+        """Write an upload beside its checked name, read it on a reading thread, then have
+        the worker put it in the bank and in place (``Engine.add_document``): uploads under
+        one name are stored one at a time, and a refused one leaves the stored file as it
+        was.
+
+        The reply says what was stored. An upload not stored in time is refused with 504
+        and is not stored later either: a read that outlives its deadline is thrown away,
+        and the worker stores nothing for a caller that gave up. Once the worker begins to
+        change the bank the reply waits for it, past the timeout if need be, and reports it.
+        """
         try:
             path = upload_path(uploads, name)
         except UnsafeName as error:
             raise HTTPException(400, str(error)) from None
         # the suffix stays last: it says how the file is read (text, PDF, HTML, DOCX)
         partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part{path.suffix}")
+        deadline = engine.deadline()
         try:
             with partial.open("wb") as handle:
                 async for chunk in chunks:
                     handle.write(chunk)
-        except BaseException:  # a full disk, a client gone
+            document = await engine.read(partial, name, deadline)
+        except BaseException as error:  # a full disk, a client gone, no document, too slow
             partial.unlink(missing_ok=True)
+            if isinstance(error, DocumentError):
+                raise HTTPException(400, str(error).replace(str(partial), name)) from None
+            if isinstance(error, TimedOut):
+                raise not_stored(name) from None
             raise
         try:  # from here the worker removes the partial file, whatever becomes of the job
             info, status, decoding_errors = await engine.call(
-                engine.add_file, partial, path, name, on_skip=partial.unlink
+                engine.add_document,
+                document,
+                partial,
+                path,
+                deadline=deadline,
+                on_skip=partial.unlink,
             )
         except Busy:  # refused before the worker got it
             partial.unlink(missing_ok=True)
             raise
-        except DocumentError as error:
-            raise HTTPException(400, str(error).replace(str(partial), name)) from None
+        except TimedOut:
+            raise not_stored(name) from None
         return UploadOut(**asdict(info), status=status, decoding_errors=decoding_errors)  # type: ignore[arg-type]
 
     @app.post("/api/documents", dependencies=guarded, tags=["documents"])
@@ -440,9 +508,9 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         )
 
     @app.post("/api/ask", dependencies=guarded, tags=["questions"])
-    async def ask(request: AskIn) -> AskOut:
+    async def ask(request: AskIn, connection: Request) -> AskOut:
         """Evidence sentences for the question (and a cited answer when an LLM is set)."""
-        return await answer(request, None)
+        return await unless_client_leaves(connection, answer(request, None))
 
     @app.post(
         "/api/ask/stream",
@@ -504,6 +572,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             queued=counts.queued,
             running=counts.running,
             abandoned=counts.abandoned,
+            reading=engine.reading,
             llm=None if settings.llm is None else settings.llm.model,
         )
 

@@ -1,4 +1,5 @@
-"""The memory bank and the one scanner behind the service, driven from one worker thread.
+"""The memory bank and the one scanner behind the service, driven from one worker thread;
+uploads are read on threads of their own.
 
 Scanning is CPU-bound and torch already spreads one scan over every core, so running two
 scans at once would only make both slower; the SQLite connection of the bank, moreover,
@@ -6,9 +7,19 @@ belongs to the thread that opened it. One worker thread therefore owns both, and
 wait in a bounded queue: a full queue answers 503 at once, a request that waited and ran
 longer than its timeout answers 504, and none hangs.
 
+Reading an upload (extracting a PDF, an HTML page or a Word file) needs neither the bank nor
+the scanner, and one hostile file can take long to parse, so it runs on a small pool of
+reading threads with a bound and a queue of its own: a slow upload can delay other uploads,
+never a question.
+
 A job whose caller gave up (504, or a closed connection) is *abandoned*: it is skipped if it
-has not started, and a running one stops at its next checkpoint (every encoded batch of a
-question's new document). Until it stops it still holds the worker, and ``counts`` says so.
+has not started, and a running one stops at its next checkpoint. Two kinds of work are kept
+instead of thrown away. Encoding a document's sentences goes on after a 504 and stops only
+when its caller left: the vectors are cached, so the next question about the document finds
+them, where stopping would leave a document too long to encode within the timeout never
+answerable. And a job past its commit point (an upload entering the bank) is waited for
+whatever the timeout, so a reply never says "timed out" about what was stored. Until an
+abandoned job stops it still holds its thread, and ``counts`` says so.
 """
 
 from __future__ import annotations
@@ -38,10 +49,11 @@ T = TypeVar("T")
 
 
 BANK_LOCK_WAIT_S = 5.0  # how long an upload waits for another process writing the bank
+READING_THREADS = 2  # one slow upload leaves a thread for the others; parsing holds the GIL
 
 
 class Busy(RuntimeError):
-    """The queue of questions is full; the client should retry later (503)."""
+    """The queue is full; the client should retry later (503)."""
 
 
 class TimedOut(RuntimeError):
@@ -49,8 +61,8 @@ class TimedOut(RuntimeError):
 
 
 class Abandoned(TimedOut):
-    """Raised on the worker thread at a checkpoint of a job whose time ran out: nobody
-    waits for it any more (or its caller is about to get ``TimedOut`` too)."""
+    """Raised on a job's thread at a checkpoint of a job whose caller gave up: nobody waits
+    for it any more (or its caller is about to get ``TimedOut`` too)."""
 
 
 class UnknownDocument(LookupError):
@@ -59,8 +71,8 @@ class UnknownDocument(LookupError):
 
 @dataclass(frozen=True)
 class JobCounts:
-    """What the worker holds: ``queued`` jobs not started, ``running`` (0 or 1), and of
-    those, ``abandoned`` ones whose caller already gave up (504 or a closed connection)."""
+    """What a queue holds: ``queued`` jobs not started, ``running`` ones, and of those,
+    ``abandoned`` ones whose caller already gave up (504 or a closed connection)."""
 
     queued: int
     running: int
@@ -68,46 +80,39 @@ class JobCounts:
 
 
 class _Ticket:
-    """One submitted job's deadline and fate, shared by the caller and the worker."""
+    """One submitted job's deadline and fate, shared by the caller and the job's thread."""
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
-        self.abandoned = False
+        self.abandoned = False  # the caller gave up: timed out or left
+        self.left = False  # the caller left (a closed connection), nobody will ask again
+        self.committed = False  # past the point where the caller must hear the outcome
         self.finished = False
 
     def expired(self) -> bool:
         return self.abandoned or time.monotonic() > self.deadline
 
 
-def document_bytes(document: Document) -> int:
-    """About how much memory a segmented document holds: its text, plus its sentence and
-    paragraph spans (two int64 per span; a sentence every few dozen characters at most)."""
-    return sys.getsizeof(document.text) + len(document.text) // 2
-
-
-class Engine:
-    """Runs bank and scanner work one job at a time on its own thread.
+class JobQueue:
+    """Jobs run on ``threads`` threads of their own, at most ``max_pending`` of them waiting
+    or running; each caller waits until its deadline, then gives the job up.
 
     Args:
-        settings: Where the bank and vectors live, the queue bound, the timeout and the
-            memory the caches may hold.
+        threads: How many jobs run at once.
+        max_pending: Jobs waiting or running beyond which ``call`` raises ``Busy``.
+        name: Names the threads.
+        what: What the jobs are, in ``Busy``'s message ("requests", "uploads").
     """
 
-    def __init__(self, settings: ServiceSettings) -> None:
-        self.settings = settings
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="longscan-engine")
-        self._documents: OrderedDict[int, tuple[Document, int]] = OrderedDict()
-        self.documents_bytes = 0  # what the segmented documents kept in memory hold
-        self._bank: MemoryBank | None = None
-        self._retriever: ScannerRetriever | None = None
+    def __init__(self, threads: int, max_pending: int, name: str, what: str) -> None:
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix=f"longscan-{name}")
+        self.max_pending = max_pending
+        self.what = what
         self._lock = threading.Lock()
         self._queued = 0
         self._running = 0
         self._abandoned = 0
-        self._current: _Ticket | None = None  # the worker's job (read on the worker only)
-        self.document_count = 0
-
-    # ------------------------------------------------------------------ the job queue
+        self._local = threading.local()  # the ticket of the job each thread runs
 
     @property
     def pending(self) -> int:
@@ -120,33 +125,39 @@ class Engine:
             return JobCounts(self._queued, self._running, self._abandoned)
 
     async def call(
-        self, job: Callable[..., T], *args: Any, on_skip: Callable[[], None] | None = None
+        self,
+        job: Callable[..., T],
+        *args: Any,
+        deadline: float | None,
+        on_skip: Callable[[], None] | None = None,
     ) -> T:
-        """Run ``job(*args)`` on the worker thread, within the queue bound and timeout.
+        """Run ``job(*args)`` on the queue's threads, within the bound, by ``deadline``
+        (``time.monotonic``; ``None``: no deadline).
 
         Args:
-            on_skip: Called on the worker instead of ``job`` when the job is skipped because
-                its caller gave up before it started (to remove what the job would consume).
+            on_skip: Called on the job's thread instead of ``job`` when the job is skipped
+                because its caller gave up before it started (to remove what the job would
+                consume).
 
         Raises:
-            Busy: ``max_queued`` jobs are already waiting or running.
-            TimedOut: the job did not finish within ``scan_timeout_s``. The job is then
-                abandoned: skipped if it has not started, stopped at its next
+            Busy: ``max_pending`` jobs are already waiting or running.
+            TimedOut: the job did not finish by ``deadline``, nor pass its ``commit``. The
+                job is then abandoned: skipped if it has not started, stopped at its next
                 ``checkpoint`` if it has.
         """
-        timeout = self.settings.scan_timeout_s
-        ticket = _Ticket(time.monotonic() + timeout)
+        submitted = time.monotonic()
+        ticket = _Ticket(float("inf") if deadline is None else deadline)
         with self._lock:
-            if self._queued + self._running >= self.settings.max_queued:
+            if self._queued + self._running >= self.max_pending:
                 waiting = self._queued + self._running
-                raise Busy(f"{waiting} requests are waiting; retry in a moment")
+                raise Busy(f"{waiting} {self.what} are waiting; retry in a moment")
             self._queued += 1
 
         def run() -> T:
             with self._lock:
                 self._queued -= 1
                 self._running += 1
-            self._current = ticket
+            self._local.ticket = ticket
             try:
                 if ticket.expired():
                     if on_skip is not None:
@@ -154,7 +165,7 @@ class Engine:
                     raise TimedOut("the request waited too long in the queue")
                 return job(*args)
             finally:
-                self._current = None
+                self._local.ticket = None
                 with self._lock:
                     self._running -= 1
                     ticket.finished = True
@@ -164,29 +175,134 @@ class Engine:
         future = asyncio.get_running_loop().run_in_executor(self._executor, run)
         future.add_done_callback(_consume)
         try:
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except TimeoutError:
-            self._abandon(ticket)
-            raise TimedOut(f"no answer within {timeout:g} s; the server is busy") from None
+            if self._give_up(ticket, left=False):
+                limit = ticket.deadline - submitted
+                raise TimedOut(f"no answer within {limit:.3g} s; the server is busy") from None
+            return await asyncio.shield(future)  # committed or done: its outcome stands
         except asyncio.CancelledError:  # the client went away
-            self._abandon(ticket)
+            self._give_up(ticket, left=True)
             raise
 
-    def _abandon(self, ticket: _Ticket) -> None:
+    def _give_up(self, ticket: _Ticket, left: bool) -> bool:
+        """Abandon the job unless it finished or passed its commit point (then False)."""
         with self._lock:
-            if not ticket.finished and not ticket.abandoned:
+            if ticket.finished or ticket.committed:
+                return False
+            ticket.left = ticket.left or left
+            if not ticket.abandoned:
                 ticket.abandoned = True
                 self._abandoned += 1
+            return True
 
-    def checkpoint(self) -> None:
-        """Stop the worker's job if its caller gave up or its time ran out (worker only).
+    def checkpoint(self, keeps: bool = False) -> None:
+        """Stop the running job if nobody waits for it (on the job's thread only).
+
+        Args:
+            keeps: What the job has done so far is kept for later requests (a document's
+                vectors are cached): it goes on after a timeout, and stops only when its
+                caller left.
 
         Raises:
             Abandoned: the job should stop; nobody will read what it returns.
         """
-        ticket = self._current
-        if ticket is not None and ticket.expired():
+        ticket: _Ticket | None = getattr(self._local, "ticket", None)
+        if ticket is not None and (ticket.left or (not keeps and ticket.expired())):
             raise Abandoned("the request was abandoned")
+
+    def commit(self) -> None:
+        """Pass the running job's point of no return (on the job's thread only): from here
+        its caller waits for its outcome, whatever the deadline.
+
+        Raises:
+            Abandoned: the caller gave up already (or its deadline passed); the job must
+                change nothing.
+        """
+        ticket: _Ticket | None = getattr(self._local, "ticket", None)
+        if ticket is None:
+            return
+        with self._lock:
+            if ticket.expired():
+                raise Abandoned("the request was abandoned before its outcome was stored")
+            ticket.committed = True
+
+
+def document_bytes(document: Document) -> int:
+    """About how much memory a segmented document holds: its text, plus its sentence and
+    paragraph spans (two int64 per span; a sentence every few dozen characters at most)."""
+    return sys.getsizeof(document.text) + len(document.text) // 2
+
+
+class Engine:
+    """Runs bank and scanner work one job at a time on its own thread, and reads uploads on
+    threads beside it.
+
+    Args:
+        settings: Where the bank and vectors live, the queue bounds, the timeout and the
+            memory the caches may hold.
+    """
+
+    def __init__(self, settings: ServiceSettings) -> None:
+        self.settings = settings
+        self._worker = JobQueue(1, settings.max_queued, "engine", "requests")
+        self._readers = JobQueue(READING_THREADS, settings.max_reading, "read", "uploads")
+        self._documents: OrderedDict[int, tuple[Document, int]] = OrderedDict()
+        self.documents_bytes = 0  # what the segmented documents kept in memory hold
+        self._bank: MemoryBank | None = None
+        self._retriever: ScannerRetriever | None = None
+        self.document_count = 0
+
+    # ------------------------------------------------------------------ the job queues
+
+    @property
+    def pending(self) -> int:
+        """The worker's jobs submitted and not finished, abandoned ones included."""
+        return self._worker.pending
+
+    @property
+    def reading(self) -> int:
+        """Uploads being read or waiting for a reading thread, abandoned ones included."""
+        return self._readers.pending
+
+    def counts(self) -> JobCounts:
+        """What the worker holds (the reading threads aside)."""
+        return self._worker.counts()
+
+    def deadline(self) -> float:
+        """When a request made now must be answered (``time.monotonic``)."""
+        return time.monotonic() + self.settings.scan_timeout_s
+
+    async def call(
+        self,
+        job: Callable[..., T],
+        *args: Any,
+        deadline: float | None = None,
+        on_skip: Callable[[], None] | None = None,
+    ) -> T:
+        """Run ``job(*args)`` on the worker thread, within the queue bound, by ``deadline``
+        (by default ``scan_timeout_s`` from now); see ``JobQueue.call``."""
+        deadline = self.deadline() if deadline is None else deadline
+        return await self._worker.call(job, *args, deadline=deadline, on_skip=on_skip)
+
+    async def read(self, partial: Path, key: str, deadline: float) -> Document:
+        """The upload written to ``partial``, read with the package's text rules on a
+        reading thread, by ``deadline``; see ``JobQueue.call``.
+
+        Raises:
+            DocumentError: the file cannot be read as a document.
+        """
+        limit = self.settings.max_upload_bytes
+        return await self._readers.call(read_file, partial, key, limit, deadline=deadline)
+
+    def checkpoint(self, keeps: bool = False) -> None:
+        """``JobQueue.checkpoint`` of the worker's job (on the worker only)."""
+        self._worker.checkpoint(keeps)
+
+    def commit(self) -> None:
+        """``JobQueue.commit`` of the worker's job (on the worker only)."""
+        self._worker.commit()
 
     async def start(self) -> None:
         """Open the bank and load the scanner (seconds), before the first request.
@@ -197,7 +313,7 @@ class Engine:
         connection belongs to it (test clients start an app many times).
         """
         if self._retriever is None:
-            await asyncio.get_running_loop().run_in_executor(self._executor, self._load)
+            await self._worker.call(self._load, deadline=None)
 
     # -------------------------------------------------- jobs (run on the worker thread)
 
@@ -221,28 +337,31 @@ class Engine:
             raise RuntimeError("the engine has not started")
         return self._bank
 
-    def add_file(self, partial: Path, path: Path, key: str) -> tuple[DocumentInfo, str, int]:
-        """Read an upload written to ``partial`` with the package's text rules, put it in
-        the bank and only then store it as ``path``; ``partial`` is gone afterwards.
+    def add_document(
+        self, document: Document, partial: Path, path: Path
+    ) -> tuple[DocumentInfo, str, int]:
+        """Put an upload's ``document`` (read from ``partial``) in the bank and only then
+        store the file as ``path``; ``partial`` is gone afterwards.
 
-        Jobs run one at a time, so two uploads under one name cannot read each other's
+        Jobs run one at a time, so two uploads under one name cannot store each other's
         file, and the stored file is always the text the bank holds: a refused upload
-        leaves the one before it in place.
+        leaves the one before it in place. The bank is changed only past ``commit``: an
+        upload whose caller gave up before is not stored, one past it is reported.
 
         Returns:
             The document's info, what happened (added, updated or unchanged) and how many
             byte runs were not UTF-8 (replaced by U+FFFD).
         """
         try:
-            document = read_file(partial, doc_id=key, max_bytes=self.settings.max_upload_bytes)
+            self.commit()
             counts = self.bank.add([document], source="upload")
             self.bank.sync(progress=False)
             partial.replace(path)
         finally:
             partial.unlink(missing_ok=True)
-        doc_id = self.bank.id_of(key)
+        doc_id = self.bank.id_of(document.id)
         if doc_id is None:
-            raise RuntimeError(f"{key!r} was added but is not in the bank")
+            raise RuntimeError(f"{document.id!r} was added but is not in the bank")
         self._forget(doc_id)  # an update keeps its id: drop the stale text
         self.document_count = len(self.bank)
         status = next(name for name, count in counts.items() if count)
@@ -295,20 +414,25 @@ class Engine:
         """The top sentences for ``question`` over the documents, read in the order given;
         a document read for the first time is encoded first, reporting its progress.
 
+        An encoding goes on after the caller's timeout (the vectors are cached for the
+        next question) and stops only when the caller left; the scan itself is for this
+        caller alone.
+
         Raises:
-            Abandoned: the caller gave up while a new document was being encoded.
+            Abandoned: the caller left while a new document was being encoded, or gave up
+                before the scan.
         """
         if self._retriever is None:
             raise RuntimeError("the engine has not started")
 
         def progress(done: int, total: int) -> None:
-            self.checkpoint()  # a long encoding stops here once nobody waits for it
+            self.checkpoint(keeps=True)  # a long encoding stops here once its caller left
             if on_progress is not None:
                 on_progress(done, total)
 
         documents = [self.document(doc_id) for doc_id in doc_ids]
         for document in documents:
-            self.checkpoint()
+            self.checkpoint(keeps=True)
             self._retriever.scanner.sentence_vectors(document, on_progress=progress)
         self.checkpoint()
         evidence = self._retriever.retrieve(question, documents, top_k=top_k)

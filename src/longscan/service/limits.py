@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,6 +24,16 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
+# Characters that show as nothing, beyond the format characters (Unicode category Cf): the
+# default-ignorable letters, marks and fillers, so "report.txt" cannot hide a twin.
+INVISIBLE = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u2800\u3164\uffa0"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
+# Categories no file name needs: format (invisible), private use, unassigned, line and
+# paragraph separators.
+INVISIBLE_CATEGORIES = frozenset({"Cf", "Co", "Cn", "Zl", "Zp"})
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -34,9 +44,10 @@ class UnsafeName(ValueError):
 def upload_path(folder: Path, name: str) -> Path:
     """Where the upload called ``name`` is stored: always a direct child of ``folder``.
 
-    Names with path separators, ``..``, a drive, NUL or other control characters, or
-    bidirectional controls (which make a name display as another) are rejected rather than
-    rewritten, so the stored name is the one the user chose and the one they see.
+    Names with path separators, ``..``, a drive, NUL or other control characters,
+    bidirectional controls or other invisible characters (which make a name display as
+    another), or white space at either end are rejected rather than rewritten, so the stored
+    name is the one the user chose and the one they see.
 
     Raises:
         UnsafeName: the name is empty, too long, misleading, or could escape ``folder``.
@@ -51,21 +62,38 @@ def upload_path(folder: Path, name: str) -> Path:
         raise UnsafeName(f"the file name is over {MAX_NAME_BYTES} bytes")
     if any(unicodedata.category(ch) == "Cc" for ch in name):
         raise UnsafeName("the file name holds control characters (NUL, newline, ...)")
-    bidi = sorted({f"U+{ord(ch):04X}" for ch in name if ch in BIDI_CONTROLS})
+    bidi = _code_points(ch for ch in name if ch in BIDI_CONTROLS)
     if bidi:
         raise UnsafeName(
-            f"the file name holds bidirectional controls ({', '.join(bidi)}), "
+            f"the file name holds bidirectional controls ({bidi}), "
             "which make it display as another name"
         )
+    invisible = _code_points(
+        ch for ch in name if ch in INVISIBLE or unicodedata.category(ch) in INVISIBLE_CATEGORIES
+    )
+    if invisible:
+        raise UnsafeName(
+            f"the file name holds invisible or unassigned characters ({invisible}), "
+            "which make it look like another name"
+        )
+    if name != name.strip():
+        raise UnsafeName(f"{name!r}: the file name starts or ends with white space")
     if "/" in name or "\\" in name or ":" in name:
         raise UnsafeName(f"{name!r}: a file name, not a path (no '/', '\\' or ':')")
-    if name in (".", "..") or name.startswith(".."):
+    if name == ".":
+        raise UnsafeName("'.' names the upload folder itself, not a file")
+    if name.startswith(".."):
         raise UnsafeName(f"{name!r}: names may not start with '..'")
     root = folder.resolve()
     path = (root / name).resolve()
     if path.parent != root:
         raise UnsafeName(f"{name!r} would be stored outside the upload folder")
     return path
+
+
+def _code_points(characters: Iterable[str]) -> str:
+    """``U+200B, U+FEFF``: the distinct characters, sorted, as their code points."""
+    return ", ".join(sorted({f"U+{ord(ch):04X}" for ch in characters}))
 
 
 async def refuse(send: Send, status: int, detail: str) -> None:

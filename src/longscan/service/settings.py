@@ -61,6 +61,15 @@ class ServiceSettings:
             DNS rebinding.
         cache_bytes: Memory the in-memory caches may each hold (segmented documents,
             sentence vectors); least recently used entries are dropped beyond it.
+        max_reading: Uploads being read (beside the worker) or waiting to be, beyond which
+            new ones get 503.
+        header_timeout_s: How long a connection may take to send a request's head (and an
+            idle one to begin the next) before it is closed.
+        body_timeout_s: How long a request body may stall (no byte arriving while the
+            service reads) before the connection is closed.
+        max_connections: Open connections at most; beyond it a new one closes the one that
+            has waited longest for a request head, or is refused when none waits. Keep it
+            below the process's open-file limit.
     """
 
     data_dir: Path
@@ -73,6 +82,10 @@ class ServiceSettings:
     llm: LLMConfig | None = None
     allowed_hosts: tuple[str, ...] = ()
     cache_bytes: int = 256 * MIB
+    max_reading: int = 16
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    max_connections: int = 512
 
     def __post_init__(self) -> None:
         if not is_loopback(self.host) and not self.api_key:
@@ -88,6 +101,10 @@ class ServiceSettings:
             raise ValueError("max_queued must be at least 1")
         if self.cache_bytes < 0:
             raise ValueError("cache_bytes must not be negative")
+        if self.max_reading < 1 or self.max_connections < 1:
+            raise ValueError("max_reading and max_connections must be at least 1")
+        if self.header_timeout_s <= 0 or self.body_timeout_s <= 0:
+            raise ValueError("header_timeout_s and body_timeout_s must be positive")
         for name in self.allowed_hosts:
             if name != "*" and ("*" in name or "/" in name or not name.strip()):
                 raise ValueError(f"{name!r}: an allowed host is a host name or address")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -361,3 +362,167 @@ def test_pasted_text_is_stored_whole_even_when_it_starts_with_u_feff(
     body = {"question": "Where does the key hang?", "doc_ids": [stored.json()["id"]]}
     for item in client.post("/api/ask", json=body).json()["evidence"]:
         assert text[item["start"] : item["end"]] == item["text"]
+
+
+def test_a_slow_upload_does_not_hold_up_a_question(
+    service: tuple[FastAPI, TestClient], story_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upload that takes long to read (a deeply nested page, say) is read beside the
+    worker: a question about another document is answered meanwhile."""
+    from longscan.service import engine as engine_module
+
+    app, client = service
+    reading, release = threading.Event(), threading.Event()
+    read_file = engine_module.read_file
+
+    def slow_read(path: Path, doc_id: str, max_bytes: int) -> Any:
+        if doc_id == "slow.html":
+            reading.set()
+            release.wait(120)
+        return read_file(path, doc_id, max_bytes)
+
+    monkeypatch.setattr(engine_module, "read_file", slow_read)
+    replies: dict[str, Response] = {}
+
+    def post(what: str, url: str, **body: Any) -> threading.Thread:
+        thread = threading.Thread(target=lambda: replies.update({what: client.post(url, **body)}))
+        thread.start()
+        return thread
+
+    page = b"<html><body><p>Read slowly. It takes a while.</p></body></html>"
+    upload = post("upload", "/api/documents", files={"file": ("slow.html", page)})
+    try:
+        assert reading.wait(60)
+        question = {"question": "Where is the spare key?", "doc_ids": [story_id]}
+        ask = post("ask", "/api/ask", json=question)
+        ask.join(60)
+        assert not ask.is_alive(), "the question waited for an upload being read"
+        assert replies["ask"].status_code == 200, replies["ask"].text
+        assert "flowerpot" in replies["ask"].json()["evidence"][0]["text"]
+        assert client.get("/api/health").json()["reading"] == 1
+    finally:
+        release.set()
+        upload.join(60)
+    assert replies["upload"].status_code == 200, replies["upload"].text
+
+
+def test_a_question_whose_client_left_is_abandoned(
+    service: tuple[FastAPI, TestClient], story_id: int, api_key: str
+) -> None:
+    """``/api/ask``, like the stream, notices a closed connection: its question is abandoned
+    (skipped here, as it had not started), counted until then, and the request ends."""
+    app, _ = service
+    engine = app.state.engine
+    release = threading.Event()
+    body = json.dumps({"question": "Where is the key?", "doc_ids": [story_id]}).encode()
+    sent: list[dict[str, Any]] = []
+    calls = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return {"type": "http.request", "body": body, "more_body": False}
+        while engine.counts().queued == 0:  # the question waits behind the held worker
+            await asyncio.sleep(0.01)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = loopback_post(
+        "/api/ask",
+        [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"x-api-key", api_key.encode()),
+        ],
+    )
+
+    async def scenario() -> list[JobCounts]:
+        held = asyncio.ensure_future(engine.call(release.wait, 30))  # the worker is busy
+        try:
+            while engine.counts().running == 0:
+                await asyncio.sleep(0.01)
+            await asyncio.wait_for(app(scope, receive, send), 20)
+            seen = [engine.counts()]
+        finally:
+            release.set()
+            await held
+        deadline = time.monotonic() + 10
+        while engine.pending and time.monotonic() < deadline:  # the worker skips it next
+            await asyncio.sleep(0.01)
+        return [*seen, engine.counts()]
+
+    seen = asyncio.run(scenario())
+    assert seen == [JobCounts(queued=1, running=1, abandoned=1), JobCounts(0, 0, 0)]
+
+
+def test_a_timed_out_question_keeps_its_encoding_for_the_next(
+    service: tuple[FastAPI, TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document whose first encoding outlasts the timeout can still be asked: the 504'd
+    question's encoding goes on, and the next question finds the document encoded."""
+    app, client = service
+    engine = app.state.engine
+    scanner = engine._retriever.scanner
+    encode = scanner.sentence_vectors
+    timed_out = threading.Event()
+
+    def late(document: Any, progress: bool = False, on_progress: Any = None) -> Any:
+        if on_progress is not None:  # the question's own encoding, not the scan's lookup
+            timed_out.wait(60)
+        return encode(document, progress, on_progress)
+
+    text = "\n\n".join(
+        f"The lighthouse keeper logged {number} ships on day {number}. Fog came at dusk."
+        for number in range(1, 13)
+    )
+    doc_id = client.post("/api/documents/text", json={"name": "log.txt", "text": text}).json()
+    body = {"question": "What came at dusk?", "doc_ids": [doc_id["id"]]}
+    settings = engine.settings
+    monkeypatch.setattr(scanner, "sentence_vectors", late)
+    monkeypatch.setattr(engine, "settings", dataclasses.replace(settings, scan_timeout_s=1.0))
+    first = client.post("/api/ask", json=body)
+    timed_out.set()
+    assert first.status_code == 504, first.text
+    deadline = time.monotonic() + 120
+    while engine.pending and time.monotonic() < deadline:  # the encoding ends, unhurried
+        time.sleep(0.05)
+    monkeypatch.setattr(engine, "settings", settings)
+    with client.stream("POST", "/api/ask/stream", json=body) as response:
+        streamed = events(response.read().decode())
+    assert [name for name, _ in streamed] == ["queued", "result"]  # no encoding progress
+    assert "Fog" in streamed[-1][1]["evidence"][0]["text"]
+
+
+def test_an_upload_that_times_out_is_not_stored(
+    service: tuple[FastAPI, TestClient], data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 504 means not stored: an upload whose reading outlasts the timeout is not put in
+    the bank when the reading ends after all."""
+    from longscan.service import engine as engine_module
+
+    app, client = service
+    engine = app.state.engine
+    answered = threading.Event()
+    read_file = engine_module.read_file
+
+    def late_read(path: Path, doc_id: str, max_bytes: int) -> Any:
+        answered.wait(60)  # the client has its answer before the reading ends
+        return read_file(path, doc_id, max_bytes)
+
+    before = client.get("/api/documents").json()
+    monkeypatch.setattr(engine_module, "read_file", late_read)
+    short = dataclasses.replace(engine.settings, scan_timeout_s=1.0)
+    monkeypatch.setattr(engine, "settings", short)
+    response = client.post("/api/documents", files={"file": ("late.txt", b"Stored too late.")})
+    answered.set()
+    assert response.status_code == 504, response.text
+    assert "'late.txt' was not stored" in response.json()["detail"]
+    deadline = time.monotonic() + 60
+    while (engine.pending or engine.reading) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.get("/api/documents").json() == before
+    assert not (data_dir / "uploads" / "late.txt").exists()
+    assert not list((data_dir / "uploads").glob(".late.txt.*"))

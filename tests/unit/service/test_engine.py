@@ -146,3 +146,82 @@ def test_the_embedding_cache_holds_at_most_its_bytes() -> None:
     assert cache.get("big") is None and cache.memory_bytes == 1000
     cache.put("f", np.zeros(10, np.float32))  # replacing an entry frees its bytes
     assert cache.memory_bytes == 840
+
+
+def test_a_job_past_its_commit_point_is_waited_for_and_one_short_of_it_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """What a caller hears is what happened: past its commit point a job is waited for
+    beyond the deadline and reported; a job that reaches it after the deadline stops."""
+    engine = Engine(ServiceSettings(tmp_path))
+    committed, finish, late = threading.Event(), threading.Event(), threading.Event()
+    stored: list[str] = []
+
+    def keep() -> str:
+        engine.commit()
+        committed.set()
+        finish.wait(30)
+        stored.append("kept")
+        return "kept"
+
+    def too_late() -> None:
+        late.wait(30)
+        engine.commit()
+        stored.append("late")
+
+    async def scenario() -> tuple[str, bool]:
+        deadline = time.monotonic() + 2.0  # generous for the job to reach its commit point
+        kept = asyncio.create_task(engine.call(keep, deadline=deadline))
+        while not committed.is_set():
+            await asyncio.sleep(0.01)
+        while time.monotonic() < deadline + 0.2:
+            await asyncio.sleep(0.05)
+        waited = not kept.done()
+        finish.set()
+        with pytest.raises(TimedOut):
+            await engine.call(too_late, deadline=time.monotonic() + 0.2)
+        late.set()
+        while engine.pending:
+            await asyncio.sleep(0.01)
+        return await kept, waited
+
+    assert asyncio.run(scenario()) == ("kept", True)
+    assert stored == ["kept"]
+
+
+def test_kept_work_goes_on_after_a_timeout_and_stops_when_its_caller_left(
+    tmp_path: Path,
+) -> None:
+    """An encoding is kept for the next question (``checkpoint(keeps=True)``): a timeout
+    does not stop it, a caller that left does."""
+    engine = Engine(ServiceSettings(tmp_path))
+    go = threading.Event()
+    done: list[str] = []
+
+    def encode(name: str) -> None:
+        go.wait(30)
+        for _ in range(3):
+            engine.checkpoint(keeps=True)
+        done.append(name)
+
+    async def scenario() -> JobCounts:
+        with pytest.raises(TimedOut):
+            await engine.call(encode, "timed out", deadline=time.monotonic() + 0.2)
+        go.set()
+        while engine.pending:
+            await asyncio.sleep(0.01)
+        go.clear()
+        left = asyncio.create_task(engine.call(encode, "left"))
+        while engine.counts().running == 0:
+            await asyncio.sleep(0.01)
+        left.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await left
+        counted = engine.counts()
+        go.set()
+        while engine.pending:
+            await asyncio.sleep(0.01)
+        return counted
+
+    assert asyncio.run(scenario()) == JobCounts(queued=0, running=1, abandoned=1)
+    assert done == ["timed out"]

@@ -240,3 +240,35 @@ def test_a_bidi_control_in_a_name_is_refused_like_a_dotdot_name(
     assert not (data_dir / "uploads" / name).exists()
     with pytest.raises(UnsafeName, match="bidirectional"):
         upload_path(data_dir / "uploads", name)
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("report\u200b.txt", "invisible"),  # zero-width space
+        ("notes\u2060.txt", "invisible"),  # word joiner
+        ("\ufeffnotes.txt", "invisible"),  # zero-width no-break space
+        ("\u3164.txt", "invisible"),  # Hangul filler: a letter that shows as nothing
+        ("notes.txt ", "white space"),
+        (" notes.txt", "white space"),
+        ("notes.txt\u00a0", "white space"),
+        (".", "the upload folder itself"),
+    ],
+)
+def test_an_invisible_character_or_white_space_at_an_end_is_refused_clearly(
+    client: TestClient, data_dir: Path, name: str, says: str
+) -> None:
+    """Such a name shows as another (``report.txt``, ``notes.txt``), so it is refused with
+    what is wrong with it; ``.`` is not told about ``..``."""
+    uploaded = client.post(
+        "/api/documents",
+        content=multipart(name, b"Some text."),
+        headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"},
+    )
+    pasted = client.post("/api/documents/text", json={"name": name, "text": "Some text."})
+    assert (uploaded.status_code, pasted.status_code) == (400, 400), uploaded.text
+    for response in (uploaded, pasted):
+        assert says in response.json()["detail"] and "'..'" not in response.json()["detail"]
+    assert name not in {path.name for path in (data_dir / "uploads").iterdir()}
+    with pytest.raises(UnsafeName, match=says):
+        upload_path(data_dir / "uploads", name)
