@@ -1126,8 +1126,17 @@ def bank_add(
             "kept: later adds and searches use it. Default: the packaged MiniLM.",
         ),
     ] = None,
+    prefix: Annotated[
+        str,
+        typer.Option(
+            help="Put this before every key (e.g. setB/): files whose relative paths are keys "
+            "of documents from another folder are then added beside those, not over them.",
+        ),
+    ] = "",
 ) -> None:
-    """Add or update documents (keyed by their relative path) and index them.
+    """Add or update documents (keyed by their path relative to the folder given) and index
+    them. A document whose key is in the bank from another file replaces that one, with a
+    warning naming both files ("replaced" in the summary); --prefix keeps both.
 
     Files stream one at a time and are encoded in batches, here or, with --ray-address, by
     Ray workers (a worker that dies is replaced and its batch redone); this process writes
@@ -1136,7 +1145,7 @@ def bank_add(
     from longscan.bank import MemoryBank
     from longscan.bank.ingest import ingest
     from longscan.bank.search import SCANNED_TOKENS
-    from longscan.bank.store import BankError
+    from longscan.bank.store import BankError, from_files
     from longscan.documents import DocumentError, iter_paths
     from longscan.parallel import execution
 
@@ -1144,7 +1153,7 @@ def bank_add(
     try:
         store = MemoryBank(_bank_folder(bank), encoder=encoder)  # only add creates a bank
         with execution(ray_address):
-            documents = iter_paths(paths, hidden=hidden)
+            documents = from_files(iter_paths(paths, hidden=hidden), prefix)
             report = ingest(store, documents, source, domain, scanned_tokens=scanned)
     except (DocumentError, ValueError, BankError) as error:
         raise _fail(str(error)) from None

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -54,7 +55,8 @@ class Batch:
     keys: list[str] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)
     places: list[str] = field(default_factory=list)  # JSON (``places_to_json``) per key
-    updates: int = 0  # how many keys replace a document already in the bank
+    origins: list[str] = field(default_factory=list)  # the file of each key ("" unknown)
+    outcomes: Counter[str] = field(default_factory=Counter)  # ``Change.outcome`` per key
     ids: list[int] = field(default_factory=list)
 
 
@@ -75,6 +77,7 @@ class IngestReport:
 
     added: int = 0
     updated: int = 0
+    replaced: int = 0  # updated from another file than the stored document's
     unchanged: int = 0
     indexed: int = 0
     tokens: int = 0
@@ -89,6 +92,7 @@ class IngestReport:
         return {
             "added": self.added,
             "updated": self.updated,
+            "replaced": self.replaced,
             "unchanged": self.unchanged,
             "indexed": self.indexed,
             "tokens": self.tokens,
@@ -202,8 +206,9 @@ def ingest(
             for stage, value in encoded.seconds.items():
                 report.seconds[stage] += value
             report.peak_rss_worker_bytes = max(report.peak_rss_worker_bytes, encoded.peak_rss_bytes)
-            report.added += len(batch.keys) - batch.updates
-            report.updated += batch.updates
+            report.added += batch.outcomes["added"]
+            report.updated += batch.outcomes["updated"]
+            report.replaced += batch.outcomes["replaced"]
             report.indexed += len(batch.texts)
             report.tokens += sum(encoded.tokens)
             report.batches += 1
@@ -229,9 +234,15 @@ def _commit(
     returns the ids, flagged indexed later: a crash before that leaves them to be redone."""
     ids = batch.ids or bank.upsert(
         [
-            (key, source, domain, tokens, digest, text, places)
-            for key, tokens, digest, text, places in zip(
-                batch.keys, encoded.tokens, batch.digests, batch.texts, batch.places, strict=True
+            (key, source, domain, tokens, digest, text, places, origin)
+            for key, tokens, digest, text, places, origin in zip(
+                batch.keys,
+                encoded.tokens,
+                batch.digests,
+                batch.texts,
+                batch.places,
+                batch.origins,
+                strict=True,
             )
         ]
     )
@@ -277,7 +288,8 @@ def _changed(
             batch.keys.append(change.document.id)
             batch.digests.append(change.digest)
             batch.places.append(places_to_json(change.document.places))
-            batch.updates += change.update
+            batch.origins.append(change.origin)
+            batch.outcomes[change.outcome] += 1
         report.seconds["read"] += time.perf_counter() - started
         if batch.texts:
             yield batch

@@ -38,21 +38,22 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from longscan.bank.dense import usearch_index
-from longscan.documents import Document, Place, places_from_json, places_to_json
+from longscan.documents import STDIN, Document, Place, places_from_json, places_to_json
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.external import PACKAGED, canonical_encoder, encoder_dim
 
-# 3: a settings table (the encoder); 2: each document's places (PDF pages, heading paths);
-# 1: ids never reused (AUTOINCREMENT); 0: the first banks, without it
-SCHEMA_VERSION = 3
-PLACES_VERSION = 2  # the documents table's layout since then
+# 4: the file each document was read from; 3: a settings table (the encoder); 2: each
+# document's places (PDF pages, heading paths); 1: ids never reused (AUTOINCREMENT); 0: the
+# first banks, without it
+SCHEMA_VERSION = 4
+PLACES_VERSION = 2  # the first layout with places: older tables are copied, newer altered
 TABLE = """
 CREATE TABLE documents (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -64,8 +65,13 @@ CREATE TABLE documents (
     text TEXT NOT NULL,
     added REAL NOT NULL,
     indexed INTEGER NOT NULL DEFAULT 0,
-    places TEXT NOT NULL DEFAULT '[]'
+    places TEXT NOT NULL DEFAULT '[]',
+    origin TEXT NOT NULL DEFAULT ''
 )"""
+ORIGIN_COLUMN = "ALTER TABLE documents ADD COLUMN origin TEXT NOT NULL DEFAULT ''"
+# ``Document.metadata[ORIGIN]``: the file a document was read from (``bank add`` sets it). A
+# document of a stored key from another file replaces the stored one: that is said first.
+ORIGIN = "origin"
 DOMAIN_INDEX = "CREATE INDEX documents_domain ON documents(domain)"
 # what a bank was built with (its encoder); banks from before it have no row: the packaged one
 SETTINGS_TABLE = "CREATE TABLE IF NOT EXISTS bank_settings (key TEXT PRIMARY KEY, value TEXT)"
@@ -123,11 +129,22 @@ class DocumentInfo:
 
 @dataclass(frozen=True)
 class Change:
-    """A document to write: new, or an update of the stored one with the same key."""
+    """A document to write: new, or an update of the stored one with the same key;
+    ``replaces`` names the other file that one was read from, if it was."""
 
     document: Document
     digest: str
     update: bool
+    replaces: str = ""
+
+    @property
+    def origin(self) -> str:
+        return origin_of(self.document)
+
+    @property
+    def outcome(self) -> str:
+        """``added``, ``updated`` (the same file, or one not known) or ``replaced``."""
+        return "replaced" if self.replaces else "updated" if self.update else "added"
 
 
 def groups(
@@ -201,6 +218,22 @@ class CheckReport:
             "duplicates": self.duplicates,
             "unreadable": self.unreadable,
         }
+
+
+def origin_of(document: Document) -> str:
+    """The file ``document`` was read from, as recorded in the bank ("" when not known)."""
+    return str(document.metadata.get(ORIGIN, ""))
+
+
+def from_files(documents: Iterable[Document], prefix: str = "") -> Iterator[Document]:
+    """Documents read from files (``iter_paths``) as the bank keeps them: each key after
+    ``prefix``, each with the file it was read from (``ORIGIN``), so that a document of a
+    stored key from another file is known to replace the stored one."""
+    for document in documents:
+        path = str(document.metadata.get("path", ""))
+        origin = str(Path(path).resolve()) if path not in ("", STDIN) else ""
+        metadata = {**document.metadata, ORIGIN: origin}
+        yield replace(document, id=prefix + document.id, metadata=metadata)
 
 
 def content_hash(text: str) -> str:
@@ -362,23 +395,24 @@ class MemoryBank:
     def add(
         self, documents: Iterable[Document], source: str = "", domain: str = "", batch: int = 256
     ) -> dict[str, int]:
-        """Add or update documents by key (``Document.id``); returns counts of what happened.
+        """Add or update documents by key (``Document.id``); returns counts of what happened
+        (``replaced``: updated from another file than the stored one, see ``triage``).
 
         Unchanged documents are skipped, so running the same ``add`` twice (or again after an
         interruption) neither loses nor duplicates anything.
         """
         from longscan.answering.tokens import count_tokens
 
-        counts = {"added": 0, "updated": 0, "unchanged": 0}
+        counts = {"added": 0, "updated": 0, "replaced": 0, "unchanged": 0}
         for group in groups(documents, batch):
             changes, unchanged = self.triage(group)
             counts["unchanged"] += unchanged
             for change in changes:
-                counts["updated" if change.update else "added"] += 1
+                counts[change.outcome] += 1
             self.upsert(
                 [
                     (c.document.id, source, domain, count_tokens(c.document.text), c.digest,
-                     c.document.text, places_to_json(c.document.places))
+                     c.document.text, places_to_json(c.document.places), c.origin)
                     for c in changes
                 ]
             )  # fmt: skip
@@ -386,31 +420,54 @@ class MemoryBank:
 
     def triage(self, documents: Sequence[Document]) -> tuple[list[Change], int]:
         """The new or changed documents among ``documents`` (of equal keys the last wins),
-        and how many are stored unchanged: what ``add`` and ingestion write, and skip."""
+        and how many are stored unchanged: what ``add`` and ingestion write, and skip.
+
+        A changed document read from another file than the stored one (both ``ORIGIN``\ s
+        known) replaces a document, not a version of it: a warning names both files before
+        anything is written.
+        """
         latest = list({document.id: document for document in documents}.values())
-        known = self.known([document.id for document in latest])
+        stored = {
+            key: (digest, origin)
+            for key, digest, origin in self._rows_where(
+                "key, content_hash, origin", "key", [document.id for document in latest]
+            )
+        }
         changes = []
         for document in latest:
             digest = document_digest(document)
-            if known.get(document.id) != digest:
-                changes.append(Change(document, digest, document.id in known))
+            known_digest, known_origin = stored.get(document.id, (None, ""))
+            if known_digest == digest:
+                continue
+            origin = origin_of(document)
+            replaces = known_origin if origin and known_origin not in ("", origin) else ""
+            if replaces:
+                logger.warning(
+                    "%s from %s replaces the document of that key from %s in the bank %s "
+                    "(`longscan bank add --prefix` keeps both, under different keys)",
+                    document.id,
+                    origin,
+                    replaces,
+                    self.path,
+                )
+            changes.append(Change(document, digest, known_digest is not None, replaces))
         return changes, len(latest) - len(changes)
 
     def upsert(self, rows: Sequence[tuple[Any, ...]]) -> list[int]:
-        """Upsert ``(key, source, domain, tokens, digest, text, places JSON)`` rows, not yet
-        indexed; returns their ids (an update keeps its id)."""
+        """Upsert ``(key, source, domain, tokens, digest, text, places JSON, origin)`` rows,
+        not yet indexed; returns their ids (an update keeps its id)."""
         with self.writing(), self.db:  # one transaction per batch: a batch is in, or it is not
-            for key, source, domain, tokens, digest, text, places in rows:
+            for key, source, domain, tokens, digest, text, places, origin in rows:
                 self.db.execute(
                     """INSERT INTO documents
                          (key, source, domain, tokens, content_hash, text, added, indexed,
-                          places)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)
+                          places, origin)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
                        ON CONFLICT(key) DO UPDATE SET source = excluded.source,
                          domain = excluded.domain, tokens = excluded.tokens,
                          content_hash = excluded.content_hash, text = excluded.text,
-                         places = excluded.places, indexed = 0""",
-                    (key, source, domain, tokens, digest, text, time.time(), places),
+                         places = excluded.places, origin = excluded.origin, indexed = 0""",
+                    (key, source, domain, tokens, digest, text, time.time(), places, origin),
                 )  # fmt: skip
         return [int(self.id_of(row[0])) for row in rows]  # type: ignore[arg-type]
 
@@ -759,7 +816,8 @@ def _create_or_migrate(db: _Connection) -> None:
     """Create the tables, or bring an older bank's up to ``SCHEMA_VERSION``, in one
     transaction (a second process waits, then finds it done).
 
-    Version 2 had no settings table: it gains an empty one (its encoder is the packaged
+    Version 3 had no ``origin`` column: its documents gain an empty one (the file is not
+    known). Version 2 had no settings table: it gains an empty one (its encoder is the packaged
     one). Version 1 had no ``places`` column: its documents are copied with none (they were
     plain text). Version 0 had ``INTEGER PRIMARY KEY`` without ``AUTOINCREMENT``, so a
     deleted last id came back: the table is copied into one that never reuses an id. Ids
@@ -774,6 +832,8 @@ def _create_or_migrate(db: _Connection) -> None:
         if version < SCHEMA_VERSION:
             if version < PLACES_VERSION:
                 _copy_documents(db)
+            elif "origin" not in {row[1] for row in db.execute("PRAGMA table_info(documents)")}:
+                db.execute(ORIGIN_COLUMN)
             db.execute(SETTINGS_TABLE)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.commit()

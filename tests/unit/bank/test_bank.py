@@ -25,7 +25,7 @@ def test_crud_survives_a_restart(tmp_path: Path, paragraphs: list[Document]) -> 
     doc_id = reopened.id_of(target.id)
     assert reopened.get([doc_id])[0].text == target.text
     counts = reopened.add([Document(target.id, "Zanzibar quokkas juggle marmalade.")])
-    assert counts == {"added": 0, "updated": 1, "unchanged": 0}
+    assert counts == {"added": 0, "updated": 1, "replaced": 0, "unchanged": 0}
     reopened.sync(progress=False)
     assert reopened.id_of(target.id) == doc_id  # an update keeps the id
     assert [i for i, _ in reopened.search_bm25("quokkas marmalade", 3)] == [doc_id]
@@ -44,9 +44,9 @@ def test_crud_survives_a_restart(tmp_path: Path, paragraphs: list[Document]) -> 
 def test_one_add_with_a_key_twice_stores_the_last_text_once(tmp_path: Path) -> None:
     bank = MemoryBank(tmp_path)
     twice = [Document("note", "First draft."), Document("note", "Final text.")]
-    assert bank.add(twice) == {"added": 1, "updated": 0, "unchanged": 0}
+    assert bank.add(twice) == {"added": 1, "updated": 0, "replaced": 0, "unchanged": 0}
     assert [d.text for d in bank.get([bank.id_of("note")])] == ["Final text."]
-    assert bank.add(twice) == {"added": 0, "updated": 0, "unchanged": 1}
+    assert bank.add(twice) == {"added": 0, "updated": 0, "replaced": 0, "unchanged": 1}
 
 
 def test_interrupted_ingestion_resumes_without_loss_or_duplicates(
