@@ -27,6 +27,17 @@ either answers exactly or refuses with a clear error:
   ``create_app`` (FastAPI's TestClient), then questions over what was stored; the stored
   text must be the upload's decoding and every evidence's offsets must index it. 4xx is a
   clear refusal, 5xx (or an exception in the client) a crash, 504 a hang.
+- ``service attacks``: ``longscan.service.server.serve`` in a process of its own on loopback
+  (header and body timeouts of 5 s), attacked in turn: a warm-up question, a .docx zip bomb
+  (``word/document.xml`` inflating to 1.5 GB from about 1.5 MB), a page of 100,000 nested
+  ``<div>`` (with a question about another document asked while it is read, which must
+  answer within ``--limit-s``), 400 connections that never finish their request head, and
+  50 uploads whose body stalls; each slow connection must be closed by the server. Memory
+  is the server's: its RSS after the warm-up, at the end, and its peak (``VmHWM``), whose
+  growth over ``--server-memory-mb`` counts as unbounded; a server over ``--server-kill-mb``
+  is killed (a crash) rather than left to take the machine.
+- ``service health``: ``/api/health`` of that server, asked every half second throughout the
+  attacks: each probe must answer 200 within 10 s (slower is a hang, anything else a crash).
 
 A crash is any exception but the clear ones (``DocumentError``, or a plain ``ValueError``
 raised by longscan's own code, never by a library inside it): a ``UnicodeError``,
@@ -52,11 +63,16 @@ import os
 import platform
 import random
 import re
+import selectors
 import signal
+import socket
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -324,6 +340,9 @@ class Stage:
     slowest_s: float = 0.0
     rss_warm_mb: float = 0.0
     rss_end_mb: float = 0.0
+    rss_peak_mb: float = 0.0  # a server's high-water mark; 0 where none is measured
+    memory_limit_mb: float = 0.0  # growth that counts as unbounded; 0: --memory-mb
+    keeps_ok: bool = False  # keep what every input did, not only what went wrong
     examples: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     clear_messages: dict[str, int] = field(default_factory=dict)
 
@@ -334,7 +353,29 @@ class Stage:
 
     @property
     def growth_mb(self) -> float:
-        return self.rss_end_mb - self.rss_warm_mb
+        return max(self.rss_end_mb, self.rss_peak_mb) - self.rss_warm_mb
+
+    def unbounded(self, memory_mb: float) -> bool:
+        return self.growth_mb > (self.memory_limit_mb or memory_mb)
+
+    def count(self, outcome: Outcome, description: str) -> None:
+        """Count one input's outcome (the first examples of each kind kept)."""
+        self.inputs += 1
+        if outcome.kind == "ok":
+            self.ok += 1
+            if self.keeps_ok:
+                self.keep("ok", description, outcome.detail)
+        elif outcome.kind == "clear":
+            self.clear_errors += 1
+            first = outcome.detail.split(":")[-1].strip()[:60] or outcome.detail[:60]
+            self.clear_messages[first] = self.clear_messages.get(first, 0) + 1
+            if self.clear_messages[first] == 1 and len(self.clear_messages) <= 50:
+                self.keep("clear", description, outcome.detail)
+        else:
+            attribute = {"crash": "crashes", "inexact": "inexact", "hang": "hangs"}
+            name = attribute.get(outcome.kind, outcome.kind)
+            setattr(self, name, getattr(self, name) + 1)
+            self.keep(outcome.kind, description, outcome.detail)
 
 
 class Outcome:
@@ -362,8 +403,10 @@ def run_stage(
     cases: Callable[[], Iterator[tuple[str, float, Callable[[], Outcome]]]],
     limit_s: float,
     per_mb_s: float,
+    rss: Callable[[], float] = rss_mb,
 ) -> None:
-    """Run each ``(description, megabytes, job)`` and count what happened."""
+    """Run each ``(description, megabytes, job)`` and count what happened; ``rss`` measures
+    the memory that matters (this process's, or a server's)."""
     warm_at = max(1, stage.planned // 10)
     started = time.perf_counter()
     with Bar(stage.name, total=stage.planned) as bar:
@@ -384,25 +427,12 @@ def run_stage(
             stage.slowest_s = max(stage.slowest_s, elapsed)
             if elapsed > limit and outcome.kind != "hang":
                 outcome = Outcome("hang", f"{elapsed:.1f} s over the {limit:.0f} s limit")
-            stage.inputs += 1
-            if outcome.kind == "ok":
-                stage.ok += 1
-            elif outcome.kind == "clear":
-                stage.clear_errors += 1
-                first = outcome.detail.split(":")[-1].strip()[:60] or outcome.detail[:60]
-                stage.clear_messages[first] = stage.clear_messages.get(first, 0) + 1
-                if stage.clear_messages[first] == 1 and len(stage.clear_messages) <= 50:
-                    stage.keep("clear", description, outcome.detail)
-            else:
-                attribute = {"crash": "crashes", "inexact": "inexact", "hang": "hangs"}
-                name = attribute.get(outcome.kind, outcome.kind)
-                setattr(stage, name, getattr(stage, name) + 1)
-                stage.keep(outcome.kind, description, outcome.detail)
+            stage.count(outcome, description)
             if stage.inputs == warm_at:
-                stage.rss_warm_mb = rss_mb()
+                stage.rss_warm_mb = rss()
             bar.advance()
     stage.seconds = time.perf_counter() - started
-    stage.rss_end_mb = rss_mb()
+    stage.rss_end_mb = rss()
     if stage.inputs < warm_at:
         stage.rss_warm_mb = stage.rss_end_mb
 
@@ -754,6 +784,298 @@ def ask_cases(
     return cases
 
 
+# ------------------------------------------------------------- attacks on a real server
+
+SLOW_CLIENT_S = 5.0  # the server's header and body timeouts
+HEALTH_EVERY_S = 0.5
+HEALTH_LIMIT_S = 10.0
+START_LIMIT_S = 600.0  # the server loads the scanner first
+UPLOAD_LIMIT_S = 300.0
+BOMB_INFLATED = 1_500 * MB
+NESTING = 100_000
+PARTIAL_HEADS = 400  # over the 320 connections uvicorn's old concurrency limit counted
+STALLED_BODIES = 50
+ATTACKS = 5
+TINY = (
+    "Mara kept the spare key under the blue flowerpot by the back door. "
+    "Her brother Tom never found it.\n\nThe ferry across the river was late."
+)
+SERVER = """
+import sys
+from pathlib import Path
+
+from longscan.service.server import serve
+from longscan.service.settings import MIB, ServiceSettings
+
+slow = float(sys.argv[3])
+settings = ServiceSettings(
+    Path(sys.argv[1]), max_upload_bytes=4 * MIB, scan_timeout_s=60.0,
+    header_timeout_s=slow, body_timeout_s=slow,
+)
+serve(settings, int(sys.argv[2]))
+"""
+CONTENT_TYPES = (
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+    '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+    '<Default Extension="rels" '
+    'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+    '<Default Extension="xml" ContentType="application/xml"/>'
+    '<Override PartName="/word/document.xml" ContentType="application/'
+    'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'
+)
+PACKAGE_RELATIONS = (
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+    '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+    '<Relationship Id="rId1" Target="word/document.xml" Type="http://schemas.openxmlformats'
+    '.org/officeDocument/2006/relationships/officeDocument"/></Relationships>'
+)
+WORD = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def zip_bomb_docx(path: Path, inflated: int) -> None:
+    """A .docx whose ``word/document.xml`` inflates to about ``inflated`` bytes: paragraphs
+    of 1 MB of one letter (each well under XML parsers' 10 MB text-node limit), deflated
+    about a thousand to one, written a paragraph at a time."""
+    head = f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{WORD}"><w:body>'
+    paragraph = b"<w:p><w:r><w:t>" + b"a" * MB + b"</w:t></w:r></w:p>"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("[Content_Types].xml", CONTENT_TYPES)
+        archive.writestr("_rels/.rels", PACKAGE_RELATIONS)
+        with archive.open("word/document.xml", "w", force_zip64=True) as member:
+            member.write(head.encode())
+            for _ in range(inflated // len(paragraph)):
+                member.write(paragraph)
+            member.write(b"</w:body></w:document>")
+
+
+def nested_html(depth: int) -> bytes:
+    inside = b"Deep inside, the spare key is under the mat."
+    return b"<html><body>" + b"<div>" * depth + inside + b"</div>" * depth + b"</body></html>"
+
+
+def vm_hwm_mb(pid: int) -> float:
+    """A live process's peak resident set (``VmHWM``), 0 once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    return int(found.group(1)) / 1024 if found else 0.0
+
+
+def still_open(sockets: list[socket.socket], within_s: float) -> int:
+    """How many of ``sockets`` the server has not closed within ``within_s`` (what it sends
+    first, a 408 say, is read and dropped; a reset counts as closed)."""
+    with selectors.DefaultSelector() as selector:
+        for sock in sockets:
+            selector.register(sock, selectors.EVENT_READ)
+        left = len(sockets)
+        deadline = time.monotonic() + within_s
+        while left and time.monotonic() < deadline:
+            for key, _ in selector.select(0.5):
+                try:
+                    data = key.fileobj.recv(65536)  # type: ignore[union-attr]
+                except OSError:
+                    data = b""
+                if not data:
+                    selector.unregister(key.fileobj)
+                    left -= 1
+    return left
+
+
+class LiveServer:
+    """``longscan.service.server.serve`` in a process of its own on a free loopback port,
+    with a thread that asks for health every half second (counting each probe into
+    ``health``) and samples the process's RSS, killing it past ``kill_mb``."""
+
+    def __init__(self, directory: Path, kill_mb: float, health: Stage) -> None:
+        import httpx
+
+        directory.mkdir(parents=True)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.address = ("127.0.0.1", port)
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = directory / "server.log"
+        env = {**os.environ, "LONGSCAN_CACHE_DIR": str(directory / "cache")}
+        command = [sys.executable, "-c", SERVER, str(directory), str(port), str(SLOW_CLIENT_S)]
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
+        self.client = httpx.Client(base_url=self.url, timeout=UPLOAD_LIMIT_S)
+        self.health, self.kill_mb = health, kill_mb
+        self.killed = ""
+        self.sampled_peak_mb = 0.0
+        self.tiny_id = 0
+        deadline = time.monotonic() + START_LIMIT_S
+        while not self._answers():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start; see {self.log}")
+            time.sleep(0.5)
+        self._stop = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
+        self._watcher.start()
+
+    def _answers(self) -> bool:
+        import httpx
+
+        try:
+            return self.client.get("/api/health", timeout=HEALTH_LIMIT_S).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def rss_mb(self) -> float:
+        try:
+            return psutil.Process(self.process.pid).memory_info().rss / MB
+        except psutil.NoSuchProcess:
+            return 0.0
+
+    def peak_mb(self) -> float:
+        return max(vm_hwm_mb(self.process.pid), self.sampled_peak_mb)
+
+    def reading(self) -> int:
+        """Uploads the server is reading (or about to)."""
+        return int(self.client.get("/api/health", timeout=HEALTH_LIMIT_S).json()["reading"])
+
+    def _watch(self) -> None:
+        import httpx
+
+        with httpx.Client(base_url=self.url, timeout=HEALTH_LIMIT_S) as probe:
+            while not self._stop.wait(HEALTH_EVERY_S):
+                rss = self.rss_mb()
+                self.sampled_peak_mb = max(self.sampled_peak_mb, rss)
+                if rss > self.kill_mb and not self.killed:
+                    self.killed = f"the server was killed at {rss:,.0f} MB RSS"
+                    self.process.kill()
+                began = time.perf_counter()
+                try:
+                    status = probe.get("/api/health").status_code
+                    outcome = Outcome("ok" if status == 200 else "crash", f"health: {status}")
+                except httpx.TimeoutException:
+                    outcome = Outcome("hang", f"no health within {HEALTH_LIMIT_S:.0f} s")
+                except httpx.HTTPError as error:
+                    outcome = Outcome("crash", f"health: {error!r} {self.killed}")
+                elapsed = time.perf_counter() - began
+                self.health.slowest_s = max(self.health.slowest_s, elapsed)
+                self.health.count(outcome, f"probe at {datetime.now(UTC):%H:%M:%S}")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._watcher.join()
+        self.client.close()
+        self.process.terminate()
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def attack_cases(
+    server: LiveServer, workdir: Path, question_limit_s: float
+) -> Callable[[], Iterator[tuple[str, float, Callable[[], Outcome]]]]:
+    import httpx
+
+    def ask_tiny() -> Outcome:
+        body = {"question": "Where is the spare key?", "doc_ids": [server.tiny_id]}
+        began = time.perf_counter()
+        response = server.client.post("/api/ask", json=body)
+        refused = response_outcome(response)
+        if refused is not None:
+            return refused
+        for item in response.json()["evidence"]:
+            if TINY[item["start"] : item["end"]] != item["text"]:
+                return Outcome("inexact", f"evidence {short(item, 200)}")
+        return Outcome("ok", f"answered in {time.perf_counter() - began:.1f} s")
+
+    def warm_up() -> Outcome:
+        stored = server.client.post("/api/documents/text", json={"name": "tiny.txt", "text": TINY})
+        refused = response_outcome(stored)
+        if refused is not None:
+            return refused
+        server.tiny_id = stored.json()["id"]
+        return ask_tiny()
+
+    def upload(name: str, content: bytes) -> Outcome:
+        began = time.perf_counter()
+        try:
+            with httpx.Client(base_url=server.url, timeout=UPLOAD_LIMIT_S) as client:
+                response = client.post("/api/documents", files={"file": (name, content)})
+        except httpx.HTTPError as error:
+            return Outcome("crash", f"{error!r} {server.killed}")
+        outcome = response_outcome(response) or Outcome("ok", f"{response.status_code}")
+        return Outcome(outcome.kind, f"{outcome.detail} in {time.perf_counter() - began:.1f} s")
+
+    def read_meanwhile(name: str, content: bytes) -> Outcome:
+        """Upload while a question about the small document is asked: it must answer
+        within ``question_limit_s`` however long the upload takes to read."""
+        outcomes: list[Outcome] = []
+        before = server.reading()
+        thread = threading.Thread(target=lambda: outcomes.append(upload(name, content)))
+        thread.start()
+        while thread.is_alive() and server.reading() <= before:
+            time.sleep(0.05)
+        began = time.perf_counter()
+        asked = ask_tiny()
+        waited = time.perf_counter() - began
+        meanwhile = "while it was read" if server.reading() > before else "after it was read"
+        thread.join()
+        if asked.kind != "ok":
+            return asked
+        question = f"a question answered in {waited:.1f} s {meanwhile}"
+        if waited > question_limit_s:
+            return Outcome("hang", f"{question}, over {question_limit_s:.0f} s")
+        return Outcome(outcomes[0].kind, f"upload {outcomes[0].detail}; {question}")
+
+    def slow_connections(head: bytes, count: int) -> Outcome:
+        """``count`` connections that send ``head`` and nothing more: health must answer
+        beside them, and the server must close them all."""
+        sockets = []
+        try:
+            for _ in range(count):
+                sockets.append(socket.create_connection(server.address, HEALTH_LIMIT_S))
+                sockets[-1].sendall(head)
+            status = server.client.get("/api/health", timeout=HEALTH_LIMIT_S).status_code
+            within = SLOW_CLIENT_S + 30
+            began = time.perf_counter()
+            left = still_open(sockets, within)
+            closed_s = time.perf_counter() - began
+        except OSError as error:
+            return Outcome("crash", f"{error!r} {server.killed}")
+        finally:
+            for sock in sockets:
+                sock.close()
+        if status != 200:
+            return Outcome("crash", f"health answered {status} beside {count} slow clients")
+        if left:
+            return Outcome("hang", f"{left} of {count} slow connections open {within:.0f} s on")
+        return Outcome("ok", f"health 200 beside them; all closed {closed_s:.1f} s after")
+
+    partial_head = b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+    stalled_body = (
+        b"POST /api/documents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n"
+        b"Content-Type: multipart/form-data; boundary=b\r\n\r\n--b\r\nContent-Disposition: "
+        b'form-data; name="file"; filename="stalled.txt"\r\n\r\nThe body stops here'
+    )
+
+    def cases() -> Iterator[tuple[str, float, Callable[[], Outcome]]]:
+        yield "warm-up: a question about a small document", 0.0, warm_up
+        bomb = workdir / "bomb.docx"
+        zip_bomb_docx(bomb, BOMB_INFLATED)
+        raw = bomb.read_bytes()
+        what = f"zip bomb .docx: {len(raw):,} bytes inflating to {BOMB_INFLATED:,}"
+        yield what, len(raw) / MB, lambda: upload("bomb.docx", raw)
+        page = nested_html(NESTING)
+        what = f"{NESTING:,} nested <div> ({len(page):,} bytes), a question meanwhile"
+        yield what, len(page) / MB, lambda: read_meanwhile("nested.html", page)
+        what = f"{PARTIAL_HEADS} connections that never finish their request head"
+        yield what, 0.0, lambda: slow_connections(partial_head, PARTIAL_HEADS)
+        what = f"{STALLED_BODIES} uploads whose body stalls"
+        yield what, 0.0, lambda: slow_connections(stalled_body, STALLED_BODIES)
+
+    return cases
+
+
 # ------------------------------------------------------------------------------ main
 
 
@@ -763,6 +1085,7 @@ def plan(total: int, retrievers: list[str]) -> dict[str, int]:
         cheap = name.startswith(CHEAP_RETRIEVERS)
         counts[f"retrieve {name}"] = max(1, int(total * (LEXICAL_SHARE if cheap else MODEL_SHARE)))
     counts["service upload"] = counts["service ask"] = max(1, int(total * SERVICE_SHARE))
+    counts["service attacks"] = ATTACKS  # however many inputs: each attack once
     counts["segment"] += max(0, total - sum(counts.values()))  # the rounding goes to the cheap
     return counts
 
@@ -774,17 +1097,21 @@ def table(stages: list[Stage], memory_mb: float) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for s in stages:
-        verdict = "unbounded" if s.growth_mb > memory_mb else "bounded"
+        verdict = "unbounded" if s.unbounded(memory_mb) else "bounded"
+        rss = f"{s.rss_warm_mb:,.0f} → {s.rss_end_mb:,.0f}"
+        if s.rss_peak_mb:
+            rss += f" (peak {s.rss_peak_mb:,.0f})"
+        elif not s.rss_end_mb:  # measures no memory (the health probes)
+            rss = verdict = "—"
         lines.append(
             f"| {s.name} | {s.inputs:,} | {s.ok:,} | {s.clear_errors:,} | {s.crashes} "
-            f"| {s.inexact} | {s.wrong} | {s.hangs} | {s.rss_warm_mb:,.0f} → {s.rss_end_mb:,.0f} "
-            f"| {verdict} | {s.slowest_s:.1f} |"
+            f"| {s.inexact} | {s.wrong} | {s.hangs} | {rss} | {verdict} | {s.slowest_s:.1f} |"
         )
     total = {
         key: sum(getattr(s, key) for s in stages)
         for key in ("inputs", "ok", "clear_errors", "crashes", "inexact", "wrong", "hangs")
     }
-    unbounded = sum(s.growth_mb > memory_mb for s in stages)
+    unbounded = sum(s.unbounded(memory_mb) for s in stages)
     lines.append(
         f"| **all** | **{total['inputs']:,}** | {total['ok']:,} | {total['clear_errors']:,} "
         f"| **{total['crashes']}** | **{total['inexact']}** | **{total['wrong']}** "
@@ -813,6 +1140,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--per-mb-s", type=float, default=60.0, help="Added per MB of input.")
     parser.add_argument(
         "--memory-mb", type=float, default=64.0, help="RSS growth after warm-up that counts."
+    )
+    parser.add_argument(
+        "--server-memory-mb",
+        type=float,
+        default=512.0,
+        help="Growth of the attacked server's peak RSS over its RSS after the warm-up that "
+        "counts as unbounded.",
+    )
+    parser.add_argument(
+        "--server-kill-mb", type=float, default=6144.0, help="RSS at which the server is killed."
     )
     return parser.parse_args()
 
@@ -849,6 +1186,20 @@ def main() -> None:
             small = not retriever_name.startswith(CHEAP_RETRIEVERS)
             retriever = get_retriever(retriever_name)
             cases = retriever_cases(rng, count, retriever, args.huge_rate, small)
+        elif name == "service attacks":
+            health = Stage("service health", 0)
+            server = LiveServer(workdir / "server", args.server_kill_mb, health)
+            stage.memory_limit_mb, stage.keeps_ok = args.server_memory_mb, True
+            try:
+                cases = attack_cases(server, workdir, args.limit_s)
+                run_stage(stage, cases, args.limit_s * 3, args.per_mb_s, rss=server.rss_mb)
+                stage.rss_peak_mb = server.peak_mb()
+            finally:
+                server.close()
+            stages += [stage, health]
+            for row in table([stage, health], args.memory_mb).splitlines()[2:4]:
+                print(row, file=sys.stderr, flush=True)
+            continue
         else:
             if service is None:
                 service = Service(workdir / "service")
@@ -861,6 +1212,12 @@ def main() -> None:
         service.close()
     report = table(stages, args.memory_mb)
     print(report)
+    for stage in stages:  # what each attack did
+        if stage.keeps_ok:
+            print(f"\n{stage.name}:")
+            for kind, found in stage.examples.items():
+                for example in found:
+                    print(f"- {example['input']}: {kind}, {example['detail']}")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"fuzz-{args.seed}-{args.inputs}.json"
     result = {
@@ -876,6 +1233,7 @@ def main() -> None:
         "limit_s": args.limit_s,
         "per_mb_s": args.per_mb_s,
         "memory_mb": args.memory_mb,
+        "server_memory_mb": args.server_memory_mb,
         "table": report,
         "stages": [{**asdict(s), "growth_mb": s.growth_mb} for s in stages],
     }
