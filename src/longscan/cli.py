@@ -1153,8 +1153,9 @@ def bank_add(
     try:
         store = MemoryBank(_bank_folder(bank), encoder=encoder)  # only add creates a bank
         with execution(ray_address):
-            documents = from_files(iter_paths(paths, hidden=hidden), prefix)
-            report = ingest(store, documents, source, domain, scanned_tokens=scanned)
+            files = iter_paths(paths, hidden=hidden)
+            report = ingest(store, from_files(files, prefix), source, domain,
+                            scanned_tokens=scanned, total=len(files))  # fmt: skip
     except (DocumentError, ValueError, BankError) as error:
         raise _fail(str(error)) from None
     console.print_json(json.dumps({**report.as_dict(), "documents": len(store)}))

@@ -493,35 +493,69 @@ def read_paths(
 
 def iter_paths(
     paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES, hidden: bool = False
-) -> Iterator[Document]:
+) -> PathDocuments:
     """``read_paths`` one document at a time, so a corpus larger than memory can stream.
 
-    Every given path is checked before the first document is read.
+    Every given path is checked, and every file listed, before the first document is read:
+    ``len`` of the result is the number of files to read (a progress total).
     """
-    given = list(paths)
-    if sum(str(name) == STDIN for name in given) > 1:
-        raise DocumentError("standard input (-) can be read only once")
-    for root in map(Path, given):
-        if str(root) != STDIN:
-            _check_exists(root)
-    seen: set[str] = set()
-    for name in given:
-        for document in _documents_under(name, max_bytes, hidden):
+    return PathDocuments(paths, max_bytes, hidden)
+
+
+class PathDocuments:
+    """The documents of ``read_paths``, listed when made and read as they are iterated."""
+
+    def __init__(
+        self, paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES, hidden: bool = False
+    ) -> None:
+        self.given = list(paths)
+        if sum(str(name) == STDIN for name in self.given) > 1:
+            raise DocumentError("standard input (-) can be read only once")
+        for root in map(Path, self.given):
+            if str(root) != STDIN:
+                _check_exists(root)
+        self.max_bytes = max_bytes
+        self.files = [file for name in self.given for file in _files_under(name, hidden)]
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __iter__(self) -> Iterator[Document]:
+        seen: set[str] = set()
+        for file in self.files:
+            document = self._read(*file)
+            if document is None:
+                continue
             if document.id in seen:
                 raise DocumentError(f"duplicate document id {document.id!r} in the collection")
             seen.add(document.id)
             yield document
-    if not seen:
-        raise DocumentError("no readable text documents in " + ", ".join(map(str, given)))
+        if not seen:
+            raise DocumentError("no readable text documents in " + ", ".join(map(str, self.given)))
+
+    def _read(self, path: Path | None, doc_id: str, listed: bool) -> Document | None:
+        """The document, or None for a file found in a folder that cannot be read (a
+        warning says why); a file given by name raises instead."""
+        if path is None:
+            return read_stdin(self.max_bytes)
+        try:
+            return read_file(path, doc_id=doc_id, max_bytes=self.max_bytes)
+        except DocumentError as error:
+            if not listed:
+                raise
+            logger.warning("skipped: %s", error)
+            return None
 
 
-def _documents_under(given: str | Path, max_bytes: int, hidden: bool) -> Iterator[Document]:
+def _files_under(given: str | Path, hidden: bool) -> Iterator[tuple[Path | None, str, bool]]:
+    """``(path, id, listed)`` of each file to read for ``given``: standard input (no path),
+    a file given by name, or the readable files of a folder (``listed``)."""
     if str(given) == STDIN:
-        yield read_stdin(max_bytes)
+        yield None, STDIN_ID, False
         return
     root = Path(given)
     if root.is_file():
-        yield read_file(root, doc_id=str(given), max_bytes=max_bytes)
+        yield root, str(given), False
         return
     for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
         if not hidden and any(part.startswith(".") for part in path.relative_to(root).parts):
@@ -531,7 +565,4 @@ def _documents_under(given: str | Path, max_bytes: int, hidden: bool) -> Iterato
                 "%s: skipped (not a %s file)", path, "/".join(TEXT_SUFFIXES + EXTRACTED_SUFFIXES)
             )
             continue
-        try:
-            yield read_file(path, doc_id=str(path.relative_to(root)), max_bytes=max_bytes)
-        except DocumentError as error:
-            logger.warning("skipped: %s", error)
+        yield path, str(path.relative_to(root)), True

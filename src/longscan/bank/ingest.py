@@ -39,6 +39,7 @@ from longscan.devices import peak_rss_bytes
 from longscan.documents import Document, places_to_json
 from longscan.encoders.external import PACKAGED
 from longscan.parallel import bounded_map, workers
+from longscan.progress import Bar
 
 Item = TypeVar("Item")
 BATCH_DOCUMENTS = 64
@@ -159,6 +160,7 @@ def ingest(
     encode: Callable[[list[str], int | None, str], Encoded] = encode_batch,
     on_batch: Callable[[IngestReport], None] | None = None,
     progress: bool = True,
+    total: int | None = None,
 ) -> IngestReport:
     """Add or update ``documents`` (keyed by ``Document.id``) and index them.
 
@@ -173,28 +175,33 @@ def ingest(
             indexed (and when ingestion stops, however it stops short of a kill).
         encode: The worker's function (``encode_batch``; tests wrap it to kill workers).
         on_batch: Called after each committed batch with the report so far.
+        total: How many ``documents`` come (``len`` of ``iter_paths``), for the progress
+            bar, which counts them with the rows left unindexed before.
     """
     if batch_documents < 1 or batch_chars < 1:
         raise ValueError("batch_documents and batch_chars must be at least 1")
     from longscan.encoders.minilm import bound_allocator
-    from longscan.progress import Bar
 
     bound_allocator()  # freed document texts go back to the OS: peak memory stays flat
     report = IngestReport()
     started = time.perf_counter()
     cache_ = bank.sentence_cache() if scanned_tokens is not None else None
-    batches = itertools.chain(
-        _never_indexed(bank, batch_documents),
-        _changed(bank, documents, batch_documents, batch_chars, report),
-    )
-    calls = ((batch, (batch.texts, scanned_tokens, bank.encoder)) for batch in batches)
     unmarked: list[int] = []  # indexed, not yet flagged: see ``MemoryBank.mark_indexed``
     marked_at = time.perf_counter()
     with (
         bank.writing(),
-        Bar("ingesting documents", enabled=progress) as bar,
+        Bar(
+            "ingesting documents",
+            total=None if total is None else total + bank.unindexed(),
+            enabled=progress,
+        ) as bar,
         _finally_mark(bank, unmarked, report),
     ):
+        batches = itertools.chain(
+            _never_indexed(bank, batch_documents),
+            _changed(bank, documents, batch_documents, batch_chars, report, bar),
+        )
+        calls = ((batch, (batch.texts, scanned_tokens, bank.encoder)) for batch in batches)
         for batch, encoded in bounded_map(encode, calls, max_in_flight or 2 * workers()):
             committing = time.perf_counter()
             unmarked += _commit(bank, batch, encoded, source, domain, cache_)
@@ -275,13 +282,16 @@ def _changed(
     batch_documents: int,
     batch_chars: int,
     report: IngestReport,
+    bar: Bar,
 ) -> Iterator[Batch]:
-    """Batches of the documents that are new or changed. One stored unchanged but never
-    indexed is skipped: ``_never_indexed`` runs first and indexes it."""
+    """Batches of the documents that are new or changed (the unchanged advance ``bar``).
+    One stored unchanged but never indexed is skipped: ``_never_indexed`` runs first and
+    indexes it."""
     for group in groups(_timed(documents, report.seconds), batch_documents, batch_chars):
         started = time.perf_counter()
         changes, unchanged = bank.triage(group)  # unchanged: indexed, or ``_never_indexed``'s
         report.unchanged += unchanged
+        bar.advance(unchanged)
         batch = Batch(texts=[])
         for change in changes:
             batch.texts.append(change.document.text)

@@ -690,14 +690,18 @@ class MemoryBank:
             self._save_dense()
             self._flag(ids, indexed=True)
 
+    def unindexed(self) -> int:
+        """How many documents are not in the indexes yet (``sync`` puts them there)."""
+        return int(
+            self.db.execute("SELECT COUNT(*) FROM documents WHERE indexed = 0").fetchone()[0]
+        )
+
     def sync(self, batch: int = 256, progress: bool = True) -> int:
         """Index every document not yet indexed; returns how many were indexed."""
         from longscan.progress import Bar
 
         with self.writing():
-            total = int(
-                self.db.execute("SELECT COUNT(*) FROM documents WHERE indexed = 0").fetchone()[0]
-            )
+            total = self.unindexed()
             done = 0
             with Bar("indexing", total=total, enabled=progress and bool(total)) as bar:
                 for rows in self.pending(batch):
