@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from longscan.encoders.bert import (
+    INT8_SCHEME,
     REBUILD_ADAPTER,
     BertBody,
     OnnxBert,
@@ -183,9 +184,9 @@ def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> Sent
 
 def cache_name(name: str) -> str:
     """The name encoder ``name``'s vectors are cached under: the int8 encoder reads each row
-    alone (``OnnxBert.row_by_row``) since stop 40, so its vectors never mix with those that
-    earlier versions cached from whole batches."""
-    return name + ROW_BY_ROW if name.endswith(QUANTIZED) else name
+    alone (``OnnxBert.row_by_row``) and quantises under ``INT8_SCHEME``, so its vectors never
+    mix with those cached from whole batches or under another scheme."""
+    return name + ROW_BY_ROW + "/" + INT8_SCHEME if name.endswith(QUANTIZED) else name
 
 
 def without_adapter(name: str) -> str:

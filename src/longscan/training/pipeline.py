@@ -52,7 +52,7 @@ SYNTHETIC_DEV_FRACTION = 0.1
 def _reading(args: TrainingArgs) -> tuple[Any, ...]:
     """What every part of the data depends on: the vectors, the columns and the labels."""
     parts = (
-        cache_name(args.encoder),  # int8 vectors read row by row since stop 40
+        cache_name(args.encoder),  # int8 vectors: read row by row, under their scheme
         args.context_tokens,
         args.table_context,
         FEATURE_NAMES,  # the cached data holds every feature column,

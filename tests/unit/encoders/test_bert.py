@@ -112,6 +112,26 @@ def test_int8_ranks_sentences_as_the_reference_does(data_dir: Path) -> None:
     assert np.mean(overlaps) >= 9 and min(overlaps) >= 8, overlaps
 
 
+def test_int8_weights_fit_seven_bits_so_no_cpu_kernel_saturates() -> None:
+    """ONNX Runtime's uint8 x int8 kernel on a CPU without VNNI sums a pair of products in
+    16 bits and saturates past 32,767; 7-bit weights keep every pair at or below
+    255 * 64 * 2 = 32,640, so every x86-64 CPU computes the same vectors."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(onnx_export(quantized=True)))
+    weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    multiplied = [
+        weights[node.input[1]]
+        for node in model.graph.node
+        if node.op_type == "MatMulInteger" and node.input[1] in weights
+    ]
+    assert len(multiplied) >= 36  # six layers' four attention and two feed-forward products
+    for array in multiplied:
+        assert array.dtype == np.int8
+        assert int(np.abs(array.astype(np.int16)).max()) <= 64
+
+
 def test_int8_vectors_do_not_depend_on_what_was_encoded_before(filing_path: Path) -> None:
     """The int8 export quantises activations per tensor, so a batch's other rows and padding
     moved a sentence's vector; read row by row, a sentence gets one vector alone or in any
