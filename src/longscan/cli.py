@@ -140,6 +140,12 @@ LLMUrl = Annotated[str | None, LLM_URL_OPTION]
 LLMModel = Annotated[str | None, LLM_MODEL_OPTION]
 LLMConfigFile = Annotated[Path | None, LLM_CONFIG_OPTION]
 LocalLLM = Annotated[bool, typer.Option("--local", help="Start the small local model and use it.")]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="Log informational messages on stderr, not only warnings."
+    ),
+]
 SourcesFolder = Annotated[
     Path | None,
     typer.Option(help="Folder holding the examples' source files (default: train-docs/)."),
@@ -236,7 +242,7 @@ def ask(
     llm: LLMUrl = None,
     llm_model: LLMModel = None,
     llm_config: LLMConfigFile = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Print the top evidence for a question, with document, offsets, score and context;
     with an LLM configured, also its answer, citing the evidence it used."""
@@ -408,7 +414,7 @@ def evaluate_command(
     out: Annotated[
         Path | None, typer.Option(help="Folder for the JSON, markdown and plot.")
     ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Evaluate retrievers on a benchmark: budgeted, sentence-level and document-level metrics."""
     _setup_logging(verbose)
@@ -616,7 +622,7 @@ def train_command(
             "units that are not evidence).",
         ),
     ] = 0.0,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Train the scanner on the shared datasets' train splits and/or synthetic examples, and
     write a checkpoint; `--init-from` fine-tunes an existing one on your own domain."""
@@ -783,7 +789,7 @@ def train_encoder_command(
             "(e.g. `synth-agree`'s output); repeatable."
         ),
     ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Fine-tune the bi-encoder (a LoRA adapter over the packaged MiniLM) on the re-scorer's
     mined first-round pairs: each question against its gold sentence, one mined look-alike
@@ -837,7 +843,7 @@ def train_reranker_command(
         Path | None,
         typer.Option(help="Adapter folder to train on from (e.g. the shipped re-scorer)."),
     ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Fine-tune the cross-encoder re-scorer (a LoRA adapter and a head over the packaged
     MiniLM) on the shared datasets' train splits, and on synthetic examples when named, with
@@ -984,7 +990,7 @@ def synth(
             "\\[question-writer]) and use it.",
         ),
     ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Turn long documents into labelled training examples with an LLM (chunk-, pair- or
     link-based, as in the SPScanner paper) for `longscan train --synthetic`. Every call is
@@ -1463,7 +1469,7 @@ def serve(
     llm_model: LLMModel = None,
     llm_config: LLMConfigFile = None,
     local: LocalLLM = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Serve the web page and the HTTP API (OpenAPI schema at /openapi.json) until Ctrl-C:
     upload documents, ask, see the evidence highlighted in the text."""
@@ -1539,7 +1545,7 @@ def bench_command(
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per answer.")] = None,
     out: Annotated[Path, typer.Option(help="Folder for JSON and markdown.")] = Path("runs/qa"),
     ray_address: RayAddress = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Run an answer-level benchmark end to end (answers, judge, scores, cost) and write a
     JSON report and a markdown table per system."""

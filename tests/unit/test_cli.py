@@ -386,3 +386,24 @@ def test_ask_shows_a_table_row_with_the_lines_that_say_what_it_is(filing_path: P
     prose = runner.invoke(app, ["ask", str(filing_path), "-q", "legal proceedings",
                                 "-r", "bm25-sentence", "-k", "1"], terminal_width=80)  # fmt: skip
     assert prose.exit_code == 0 and "table: " not in prose.output
+
+
+def test_verbose_has_help_wherever_it_is_taken() -> None:
+    """Read from the commands themselves, not from a help page rich wraps at its width."""
+    import click
+    import typer.main
+
+    def commands(command: click.Command, name: str) -> list[tuple[str, click.Command]]:
+        found = [(name, command)]
+        for child_name, child in getattr(command, "commands", {}).items():
+            found += commands(child, f"{name} {child_name}".strip())
+        return found
+
+    taking = {
+        name: param.help
+        for name, command in commands(typer.main.get_command(app), "")
+        for param in command.params
+        if "--verbose" in getattr(param, "opts", ())
+    }
+    assert {"ask", "serve", "eval", "train"} <= set(taking)
+    assert all(taking.values()), taking
