@@ -9,6 +9,7 @@ import json
 import logging
 import shlex
 import sys
+import unicodedata
 from collections.abc import Sequence
 from contextlib import ExitStack
 from itertools import zip_longest
@@ -25,15 +26,41 @@ if TYPE_CHECKING:
     from longscan.bench.qa import QARun
     from longscan.documents import Document, Evidence
 
-# Control characters (C0 but tab and newline, DEL, C1) as visible \xNN escapes.
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (9, 10)}
+# Unicode categories shown escaped: format characters (bidirectional controls such as
+# U+202E, which reorder what follows; zero-width and tag characters, which hide text) and
+# line and paragraph separators. The zero-width joiner and non-joiner stay: they shape
+# letters (Persian, Indic scripts) and emoji, and move or hide nothing.
+_ESCAPED_CATEGORIES = frozenset({"Cf", "Zl", "Zp"})
+_JOINERS = frozenset({0x200C, 0x200D})
+
+
+class _Escapes(dict[int, str]):
+    """``str.translate``'s table for ``printable``, filled as characters are met: control
+    characters (C0 but tab and newline, DEL, C1) become ``\\xNN``, those of
+    ``_ESCAPED_CATEGORIES`` ``\\uNNNN`` (``\\UNNNNNNNN`` past the BMP), others stay."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        if (code < 0x20 or 0x7F <= code < 0xA0) and code not in (9, 10):
+            shown = f"\\x{code:02x}"
+        elif unicodedata.category(char) in _ESCAPED_CATEGORIES and code not in _JOINERS:
+            shown = f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+        else:
+            shown = char
+        self[code] = shown
+        return shown
+
+
+_ESCAPES = _Escapes()
 
 
 def printable(text: str) -> str:
-    """``text`` with its control characters shown as ``\\xNN``: text from a document, a
-    file name or an LLM reaches the terminal as text, never as escape sequences (which
-    could retitle the window or clear the screen). ``--json`` keeps the text verbatim."""
-    return text.translate(_CONTROL)
+    """``text`` with its control and format characters shown as escapes (``\\x1b``,
+    ``\\u202e``): text from a document, a file name or an LLM reaches the terminal as text,
+    never as escape sequences (which could retitle the window or clear the screen) or as
+    bidirectional controls (which display text in another order than it has). ``--json``
+    keeps the text verbatim, so offsets index it exactly."""
+    return text.translate(_ESCAPES)
 
 
 def _print_error(message: str) -> None:

@@ -202,6 +202,27 @@ def test_ask_json_keeps_control_characters_verbatim(tmp_path: Path) -> None:
     assert HOSTILE[evidence["start"] : evidence["end"]] == evidence["text"]
 
 
+REORDERING = (
+    "The vault opens at noon.\n\nThe key is under the \u202ethird stone\u202c by the\u2066 gate."
+)
+
+
+def test_ask_escapes_bidirectional_controls_in_the_terminal_only(tmp_path: Path) -> None:
+    """U+202E would show the rest of its line reversed: the terminal gets it as text, the
+    JSON gets it as it is, and the offsets index the document exactly."""
+    path = tmp_path / "notes.txt"
+    path.write_text(REORDERING, encoding="utf-8")
+    asked = ["ask", str(path), "-q", "key stone", "-r", "bm25-sentence", "-k", "1"]
+    shown = runner.invoke(app, asked)
+    assert shown.exit_code == 0, shown.output
+    assert not {"\u202e", "\u202c", "\u2066"} & set(shown.output)
+    assert "under the \\u202ethird stone\\u202c by the\\u2066 gate." in shown.output
+    result = runner.invoke(app, [*asked, "--json"])
+    (evidence,) = json.loads(result.stdout)["evidence"]
+    assert "\u202ethird stone\u202c by the\u2066 gate." in evidence["text"]
+    assert REORDERING[evidence["start"] : evidence["end"]] == evidence["text"]
+
+
 def test_bank_search_escapes_control_characters_in_the_terminal(tmp_path: Path) -> None:
     """The bank's plain output shows keys and evidence as text, like ``ask``."""
     from longscan.bank import MemoryBank
