@@ -8,13 +8,13 @@
 #   bash benchmarks/incontext_gpu.sh CARRY OUT
 #
 # CARRY holds qwen/ (the Qwen2.5 tokenizer and config.json), data/squad/ (the SQuAD file that
-# LONGSCAN_DATA_DIR points to), whl/ (wheels of what the GPU machine lacks) and site/
+# LONGSCAN_BENCH_DATA points to), whl/ (wheels of what the GPU machine lacks) and site/
 # (blingfire unpacked); OUT receives the JSON.
 set -euo pipefail
 carry=$1
 out=$2
 source benchmarks/gpu_setup.sh "$carry" "$out"
-export LONGSCAN_DATA_DIR="$carry/data"
+export LONGSCAN_BENCH_DATA="$carry/data"
 bench=(python3 benchmarks/incontext.py)
 "${bench[@]}" random-lm "$carry/qwen" /tmp/random-7b
 "${bench[@]}" random-lm "$carry/qwen" /tmp/random-1.5b --hidden-size 1536 \

@@ -193,7 +193,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None, help="Ray CPUs (default: all).")
     parser.add_argument("--ray-address", default=None, help="A Ray cluster to run on.")
     parser.add_argument(
-        "--data-dir", default=None, help="Default: $LONGSCAN_DATA_DIR or ../shared/data."
+        "--data-dir",
+        default=None,
+        help="Default: $LONGSCAN_BENCH_DATA, or ../shared/data beside the checkout.",
     )
     parser.add_argument("--out", type=Path, default=Path("runs/ingest"))
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child run

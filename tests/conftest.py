@@ -57,7 +57,8 @@ def isolated_cache(
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """The shared data; tests that read it are skipped only when it is absent."""
+    """The reference datasets (``$LONGSCAN_BENCH_DATA``, else ``../shared/data`` beside the
+    checkout); tests that read them are skipped only when they are absent."""
     try:
         return default_data_dir()
     except FileNotFoundError as error:

@@ -18,13 +18,25 @@ class Folders(BaseSettings):
     extracted documents), ``LONGSCAN_DATA_DIR`` (the default memory bank) and
     ``LONGSCAN_CONFIG_DIR`` (``llm.toml``), else the platform's user folders (on Linux
     ``~/.cache/longscan``, ``~/.local/share/longscan``, ``~/.config/longscan``, each
-    following its ``XDG_*`` variable)."""
+    following its ``XDG_*`` variable). The benchmarks' data is not among them: see
+    ``BenchData``."""
 
     model_config = SettingsConfigDict(env_prefix="LONGSCAN_", extra="ignore")
 
     cache_dir: Path = Field(default_factory=lambda: platformdirs.user_cache_path(APP))
     data_dir: Path = Field(default_factory=lambda: platformdirs.user_data_path(APP))
     config_dir: Path = Field(default_factory=lambda: platformdirs.user_config_path(APP))
+
+
+class BenchData(BaseSettings):
+    """``LONGSCAN_BENCH_DATA``: the folder of the reference QA datasets (``squad/``,
+    ``hotpotqa/``, ...) that benchmarks, evaluation and training read. It is shared
+    read-only, apart from longscan's own folders; unset (or empty), ``longscan.bench.datasets``
+    looks beside the source checkout."""
+
+    model_config = SettingsConfigDict(env_prefix="LONGSCAN_", extra="ignore", env_ignore_empty=True)
+
+    bench_data: Path | None = None
 
 
 class LLMEnvironment(BaseSettings):

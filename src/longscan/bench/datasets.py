@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -25,10 +24,13 @@ from typing import Any, Literal
 from longscan.bench.items import QAItem, instructed_query
 from longscan.documents import Document, read_file
 from longscan.segment import count_words, sentence_spans_in
+from longscan.settings import BenchData
 
 logger = logging.getLogger(__name__)
 
-DATA_DIR_ENV = "LONGSCAN_DATA_DIR"
+BENCH_DATA_ENV = "LONGSCAN_BENCH_DATA"
+# The source checkout when longscan runs from one (src/longscan/bench/ inside it).
+CHECKOUT = Path(__file__).resolve().parents[3]
 Split = Literal["train", "dev"]
 SPLITS: tuple[Split, ...] = ("train", "dev")
 
@@ -54,33 +56,27 @@ _FINANCIAL_FILE = re.compile(r"^(?:(?P<year>\d{4})-)?(?P<name>.+?)(?:-[a-z])?$")
 
 
 def default_data_dir() -> Path:
-    """Where the reference data lives: ``$LONGSCAN_DATA_DIR``, else the first existing of
-    ``<cwd>/../shared/data``, ``<cwd>/shared/data`` and ``/work/shared/data``.
-
-    The data is shared read-only and never copied into the repository, so it is looked up
-    next to the checkout rather than inside it.
+    """Where the reference data lives: ``$LONGSCAN_BENCH_DATA`` (``settings.BenchData``),
+    else ``../shared/data`` beside the source checkout this package runs from (the folder
+    holding its ``pyproject.toml``): the data is shared read-only by the checkouts of one
+    machine and never copied into a repository.
 
     Raises:
-        FileNotFoundError: ``$LONGSCAN_DATA_DIR`` is not a directory, or no candidate exists.
+        FileNotFoundError: ``$LONGSCAN_BENCH_DATA`` is not a directory, or it is unset and
+            there is no ``shared/data`` beside a checkout.
     """
-    configured = os.environ.get(DATA_DIR_ENV)
-    if configured:
-        path = Path(configured)
-        if not path.is_dir():
-            raise FileNotFoundError(f"${DATA_DIR_ENV}={configured!r} is not a directory")
-        return path
-    cwd = Path.cwd()
-    candidates = [
-        cwd.parent / "shared" / "data",
-        cwd / "shared" / "data",
-        Path("/work/shared/data"),
-    ]
-    for candidate in candidates:
-        if candidate.is_dir():
-            return candidate
-    tried = ", ".join(str(candidate) for candidate in candidates)
+    configured = BenchData().bench_data
+    if configured is not None:
+        if not configured.is_dir():
+            raise FileNotFoundError(f"${BENCH_DATA_ENV}={str(configured)!r} is not a directory")
+        return configured
+    beside = CHECKOUT.parent / "shared" / "data"
+    if (CHECKOUT / "pyproject.toml").is_file() and beside.is_dir():
+        return beside
     raise FileNotFoundError(
-        f"no reference data directory found (tried {tried}); set ${DATA_DIR_ENV} to it"
+        f"no benchmark data: set ${BENCH_DATA_ENV} to the folder of the reference datasets "
+        f"(squad/, hotpotqa/, musique/, leval/, loong/), or put them in {beside} beside a "
+        "source checkout"
     )
 
 

@@ -1,4 +1,4 @@
-"""Loaders read the original files of /work/shared/data and keep gold evidence exact."""
+"""Loaders read the original files of the shared reference data and keep gold evidence exact."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from longscan.bench import datasets
 from longscan.bench.datasets import (
-    DATA_DIR_ENV,
+    BENCH_DATA_ENV,
     HOTPOTQA_FILES,
     HOTPOTQA_TRAIN_EXTRA,
     LEVAL_FILES,
@@ -33,23 +34,44 @@ def _raw(path: Path) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def test_data_dir_env_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+def test_the_bench_data_setting_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(BENCH_DATA_ENV, str(tmp_path))
     assert default_data_dir() == tmp_path
 
 
-def test_data_dir_env_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "nowhere"))
+def test_the_bench_data_setting_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(BENCH_DATA_ENV, str(tmp_path / "nowhere"))
     with pytest.raises(FileNotFoundError, match="nowhere"):
         default_data_dir()
 
 
-def test_data_dir_next_to_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+def _checkout(monkeypatch: pytest.MonkeyPatch, root: Path) -> Path:
+    """A source checkout at ``root``, as if longscan ran from it, with no setting."""
+    monkeypatch.delenv(BENCH_DATA_ENV, raising=False)
+    (root / "repo").mkdir()
+    (root / "repo" / "pyproject.toml").write_text("[project]\n")
+    monkeypatch.setattr(datasets, "CHECKOUT", root / "repo")
+    return root / "repo"
+
+
+def test_data_beside_the_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _checkout(monkeypatch, tmp_path)
     (tmp_path / "shared" / "data").mkdir(parents=True)
-    (tmp_path / "repo").mkdir()
-    monkeypatch.chdir(tmp_path / "repo")
+    monkeypatch.chdir(tmp_path)  # wherever the command runs
     assert default_data_dir() == tmp_path / "shared" / "data"
+
+
+def test_the_memory_banks_folder_is_not_the_bench_data(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """LONGSCAN_DATA_DIR holds memory banks; with no data beside the checkout and no
+    LONGSCAN_BENCH_DATA, the error says what to set (no folder of some machine is tried)."""
+    _checkout(monkeypatch, tmp_path)
+    (tmp_path / "banks").mkdir()
+    monkeypatch.setenv("LONGSCAN_DATA_DIR", str(tmp_path / "banks"))
+    monkeypatch.setenv(BENCH_DATA_ENV, "")  # empty: unset
+    with pytest.raises(FileNotFoundError, match=f"set \\${BENCH_DATA_ENV} to the folder"):
+        default_data_dir()
 
 
 def test_missing_file_names_the_path(tmp_path: Path) -> None:
