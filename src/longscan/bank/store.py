@@ -422,9 +422,9 @@ class MemoryBank:
         """The new or changed documents among ``documents`` (of equal keys the last wins),
         and how many are stored unchanged: what ``add`` and ingestion write, and skip.
 
-        A changed document read from another file than the stored one (both ``ORIGIN``\ s
-        known) replaces a document, not a version of it: a warning names both files before
-        anything is written.
+        A changed document read from another file than the stored one (both files known,
+        ``ORIGIN``) replaces a document, not a version of it: a warning names both files
+        before anything is written.
         """
         latest = list({document.id: document for document in documents}.values())
         stored = {
