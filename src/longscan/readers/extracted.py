@@ -51,5 +51,9 @@ class TextBuilder:
         self._parts.append(block)
         self._length += len(block)
 
+    def __len__(self) -> int:
+        """The length of the text so far."""
+        return self._length
+
     def build(self, **facts: Any) -> Extracted:
         return Extracted("".join(self._parts), tuple(self.places), facts)

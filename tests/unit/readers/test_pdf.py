@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from fpdf import FPDF
 
+import longscan.readers.pdf as pdf_reader
 from longscan.documents import DocumentError, read_file
 from longscan.readers import READERS, read_document
 from longscan.retrievers import get_retriever
@@ -68,6 +69,37 @@ def test_a_file_that_is_not_a_pdf_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "fake.pdf").write_text("plain text pretending to be a PDF")
     with pytest.raises(DocumentError, match="not a readable PDF"):
         read_file(tmp_path / "fake.pdf")
+
+
+def write_encrypted(path: Path, user_password: str | None) -> None:
+    """A one-line PDF encrypted with an owner password and, when given, a user password (the
+    one a reader must type to open it)."""
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=12)
+    pdf.cell(text="Quarterly revenue rose by four percent.")
+    pdf.set_encryption(owner_password="owner secret", user_password=user_password)
+    pdf.output(str(path))
+
+
+def test_a_password_protected_pdf_is_a_clear_error(tmp_path: Path) -> None:
+    write_encrypted(tmp_path / "locked.pdf", user_password="reader secret")
+    with pytest.raises(DocumentError, match=r"locked.pdf: the PDF is encrypted \(password-prot"):
+        read_file(tmp_path / "locked.pdf")
+
+
+def test_a_pdf_encrypted_only_against_editing_still_reads(tmp_path: Path) -> None:
+    write_encrypted(tmp_path / "restricted.pdf", user_password=None)
+    assert read_file(tmp_path / "restricted.pdf").text == "Quarterly revenue rose by four percent."
+
+
+def test_a_pdf_with_more_text_than_one_document_holds_is_refused(
+    novel_pdf, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = novel_pdf
+    monkeypatch.setattr(pdf_reader, "MAX_TEXT_CHARS", 2_000)
+    with pytest.raises(DocumentError, match=r"alice.pdf: its text passes 2,000 characters by pa"):
+        read_document(path, "alice.pdf", cache_dir=tmp_path)
 
 
 def test_the_extraction_is_cached_by_content(novel_pdf, tmp_path: Path, monkeypatch) -> None:
