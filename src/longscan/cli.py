@@ -1524,18 +1524,11 @@ def serve(
             settings = dataclasses.replace(settings, llm=_llm_config(llm, llm_model, llm_config))
         except (RuntimeError, ValueError) as error:
             raise _fail(str(error)) from None
-        import uvicorn
-
-        from longscan.service import create_app
+        from longscan.service.server import serve as serve_http
 
         console.print(f"longscan at http://{host}:{port}/ (Ctrl-C stops)", highlight=False)
-        uvicorn.run(
-            create_app(settings),
-            host=host,
-            port=port,
-            log_level="info" if verbose else "warning",
-            limit_concurrency=max_queued + 64,  # beyond the queue: health and page still answer
-        )
+        # timeouts for slow heads and bodies, and a connection bound that never refuses health
+        serve_http(settings, port, "info" if verbose else "warning")
 
 
 QA_BENCHMARKS = (

@@ -428,3 +428,16 @@ def test_verbose_has_help_wherever_it_is_taken() -> None:
     }
     assert {"ask", "serve", "eval", "train"} <= set(taking)
     assert all(taking.values()), taking
+
+
+def test_serve_runs_the_server_guarded_against_slow_clients(monkeypatch, tmp_path: Path) -> None:
+    """`longscan serve` runs ``service.server.serve`` (head and body timeouts, a connection
+    bound that leaves health answering), not a plain uvicorn run whose concurrency limit
+    half-sent requests fill."""
+    from longscan.service import server
+
+    served = []
+    monkeypatch.setattr(server, "serve", lambda settings, port, level: served.append(port))
+    result = runner.invoke(app, ["serve", "--port", "8765", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert served == [8765]
