@@ -27,7 +27,7 @@ import numpy as np
 
 from longscan.documents import Document, Evidence
 from longscan.encoders.adapter import CONFIG_FILE, AdapterError
-from longscan.rerankers.cross_encoder import PACKAGED
+from longscan.rerankers.cross_encoder import PACKAGED, join_hop
 
 JUDGED_SPANS = 5  # the best evidence spans whose sentences are read
 # at most this many sentences: a sentence retriever's five spans are five sentences; a
@@ -63,11 +63,11 @@ def shipped_judge() -> Judge:
     return get_reranker()
 
 
-def judged_passages(
-    judge: Judge, evidence: Sequence[Evidence], documents: Sequence[Document]
-) -> list[str]:
-    """The sentences under the best ``JUDGED_SPANS`` evidence spans, best span first, each in
-    the context the re-scorer was trained to read."""
+def judged_sentences(
+    evidence: Sequence[Evidence], documents: Sequence[Document]
+) -> list[tuple[Document, int]]:
+    """The sentences under the best ``JUDGED_SPANS`` evidence spans, best span first, at
+    most ``JUDGED_SENTENCES``, each once."""
     by_id = {document.id: document for document in documents}
     chosen: list[tuple[str, int]] = []
     for item in evidence[:JUDGED_SPANS]:
@@ -79,7 +79,15 @@ def judged_passages(
         last = int(np.searchsorted(starts, item.end, side="left"))
         chosen += [(item.doc_id, i) for i in range(first, max(last, first + 1))]
     readable = [(d, i) for d, i in dict.fromkeys(chosen) if i < len(by_id[d].sentences)]
-    return [judge.passage(by_id[d], i) for d, i in readable[:JUDGED_SENTENCES]]
+    return [(by_id[d], i) for d, i in readable[:JUDGED_SENTENCES]]
+
+
+def judged_passages(
+    judge: Judge, evidence: Sequence[Evidence], documents: Sequence[Document]
+) -> list[str]:
+    """The judged sentences (``judged_sentences``), each in the context the re-scorer was
+    trained to read."""
+    return [judge.passage(d, i) for d, i in judged_sentences(evidence, documents)]
 
 
 def best_judgement(
@@ -88,12 +96,26 @@ def best_judgement(
     documents: Sequence[Document],
     judge: Judge | None = None,
 ) -> float:
-    """The re-scorer's highest logit over the judged sentences; ``-inf`` with no evidence."""
+    """The re-scorer's highest logit over the judged sentences, read in the two rounds the
+    ``rerank`` retrievers read (``rerankers.rounds``): the question alone, then the question
+    joined with the best sentence of round one against the others. A sentence that answers
+    only through another ("Its designer was ..." after "The tower was built ...") scores low
+    alone and high in round two; the judge and the ranking that showed the sentence then
+    give it the same score. ``-inf`` with no evidence."""
     judge = judge or shipped_judge()
-    passages = judged_passages(judge, evidence, documents)
-    if not passages:
+    sentences = judged_sentences(evidence, documents)
+    if not sentences:
         return -math.inf
-    return float(judge.score(judge.fit_query(query), passages).max())
+    query = judge.fit_query(query)
+    first = judge.score(query, [judge.passage(d, i) for d, i in sentences])
+    if len(sentences) == 1:
+        return float(first.max())
+    best = int(np.argmax(first))
+    document, index = sentences[best]
+    start, end = (int(v) for v in document.sentences[index])
+    others = [judge.passage(d, i) for k, (d, i) in enumerate(sentences) if k != best]
+    second = judge.score(join_hop(query, document.text[start:end]), others)
+    return float(max(first.max(), second.max()))
 
 
 @cache
@@ -131,5 +153,6 @@ __all__ = [
     "abstains",
     "best_judgement",
     "judged_passages",
+    "judged_sentences",
     "shipped_judge",
 ]

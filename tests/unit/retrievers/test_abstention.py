@@ -51,8 +51,64 @@ def test_the_judgement_reads_any_retrievers_evidence(novel: Document, retriever:
     }
     threshold = abstain_below()
     assert threshold is not None
-    assert judged[ANSWERED] >= threshold > judged[ABSENT]
+    assert judged[ANSWERED] >= threshold and judged[ANSWERED] > judged[ABSENT] + 1.0
     assert not abstains(ANSWERED, chosen.retrieve(ANSWERED, [novel], top_k=5), [novel])
+    # The threshold answers 99.5% of answerable development questions: a question about
+    # another subject then abstains over the default retriever's evidence, while a first
+    # stage's closest sentences about "winning" may pass (BENCHMARKS.md, "Abstention").
+    if retriever == "scanner":
+        assert judged[ABSENT] < threshold
+
+
+TOWER = (
+    "The tower was built in 1889 for the fair.\n\n"
+    "Its designer was Gustave Eiffel, an engineer.\n\n"
+    "Paris is the capital of France."
+)
+
+
+@pytest.mark.parametrize("retriever", ["scanner", "bm25-sentence", "bm25-chunk", "rerank"])
+def test_a_sentence_that_answers_through_its_neighbour_is_answered(
+    tmp_path: Path, retriever: str
+) -> None:
+    """"Its designer was ..." answers "Who designed the tower?" only beside "The tower was
+    built ...": the judge reads the second round the re-scorer reads, so it answers."""
+    path = tmp_path / "d.txt"
+    path.write_text(TOWER, encoding="utf-8")
+    reply = asked(path, "Who designed the tower?", "--retriever", retriever)
+    assert reply["abstained"] is False and reply["llm_error"]  # answered: the LLM was asked
+    assert any("Gustave Eiffel" in e["text"] for e in reply["evidence"])
+
+
+def test_the_judge_gives_a_sentence_the_score_the_rerank_retriever_gives_it(monkeypatch) -> None:
+    """One model, one reading: in float32 the judge's best score is the ``rerank``
+    retriever's score of the same sentence, through ONNX Runtime and PyTorch alike."""
+    monkeypatch.setenv("LONGSCAN_PRECISION", "float32")
+    from longscan.rerankers.cross_encoder import get_reranker
+    from longscan.rerankers.onnx import OnnxCrossEncoder
+    from longscan.retrievers.rerank import hybrid_rerank
+
+    get_reranker.cache_clear()  # read again under the precision set here
+    document = Document("d.txt", TOWER)
+    question = "Who designed the tower?"
+    ranked = hybrid_rerank().retrieve(question, [document], top_k=3)
+    assert "Gustave Eiffel" in ranked[0].text
+    for judge in (OnnxCrossEncoder(), get_reranker()):
+        judged = best_judgement(question, ranked, [document], judge=judge)
+        assert judged == pytest.approx(ranked[0].score, abs=1e-3)
+    get_reranker.cache_clear()
+
+
+def test_a_short_html_page_that_names_the_keeper_is_answered(tmp_path: Path) -> None:
+    path = tmp_path / "keeper.html"
+    path.write_text(
+        "<html><body><h1>The lighthouse</h1><p>The keeper was named Oswin Tarrow.</p>"
+        "</body></html>",
+        encoding="utf-8",
+    )
+    reply = asked(path, "Who was the keeper?")
+    assert reply["abstained"] is False and reply["llm_error"]  # answered: the LLM was asked
+    assert "Oswin Tarrow" in reply["evidence"][0]["text"]
 
 
 def test_no_evidence_abstains_and_a_bad_threshold_is_refused(tmp_path: Path) -> None:
