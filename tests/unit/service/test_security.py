@@ -6,6 +6,7 @@ import asyncio
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from asgi_scope import loopback_post
@@ -222,18 +223,24 @@ def test_metrics_and_the_schema_need_the_key_and_nothing_loads_from_a_cdn(
     assert page.status_code == 200 and "://" not in page.text.replace("http://www.w3", "")
 
 
+def upload_and_paste(client: TestClient, name: str) -> tuple[Any, Any]:
+    """The same name sent both ways a document arrives: a file upload and pasted text."""
+    uploaded = client.post(
+        "/api/documents",
+        content=multipart(name, b"Some text."),
+        headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"},
+    )
+    pasted = client.post("/api/documents/text", json={"name": name, "text": "Some text."})
+    return uploaded, pasted
+
+
 @pytest.mark.parametrize("name", ["evil\u202etxt.exe", "\u2066report\u2069.txt", "a\u200fb.txt"])
 def test_a_bidi_control_in_a_name_is_refused_like_a_dotdot_name(
     client: TestClient, data_dir: Path, name: str
 ) -> None:
     details = {}
     for refused in (name, "..txt"):
-        uploaded = client.post(
-            "/api/documents",
-            content=multipart(refused, b"Some text."),
-            headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"},
-        )
-        pasted = client.post("/api/documents/text", json={"name": refused, "text": "Text."})
+        uploaded, pasted = upload_and_paste(client, refused)
         assert (uploaded.status_code, pasted.status_code) == (400, 400), uploaded.text
         details[refused] = pasted.json()["detail"]
     assert "bidirectional" in details[name] and "'..'" in details["..txt"]
@@ -260,12 +267,7 @@ def test_an_invisible_character_or_white_space_at_an_end_is_refused_clearly(
 ) -> None:
     """Such a name shows as another (``report.txt``, ``notes.txt``), so it is refused with
     what is wrong with it; ``.`` is not told about ``..``."""
-    uploaded = client.post(
-        "/api/documents",
-        content=multipart(name, b"Some text."),
-        headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"},
-    )
-    pasted = client.post("/api/documents/text", json={"name": name, "text": "Some text."})
+    uploaded, pasted = upload_and_paste(client, name)
     assert (uploaded.status_code, pasted.status_code) == (400, 400), uploaded.text
     for response in (uploaded, pasted):
         assert says in response.json()["detail"] and "'..'" not in response.json()["detail"]
