@@ -315,6 +315,7 @@ def ask(
             "evidence": [item.to_json() for item in evidence],
             "answer": None if answer is None else answer.text,
             "citations": [] if answer is None else [c.to_json() for c in answer.citations],
+            "warnings": [] if answer is None else answer.warnings,
             "llm_error": llm_error,
         }
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
@@ -343,6 +344,11 @@ def ask(
                 )
             )
             console.print(Text(f"cites: {printable(cited or 'nothing')}", "dim"), highlight=False)
+            for warning in answer.warnings:  # what the evidence given does not back
+                console.print(
+                    Text.assemble(("unbacked", "bold yellow"), f": {printable(warning)}"),
+                    highlight=False,
+                )
     if llm_settings is None and not as_json:
         from longscan.answering.llm import HOW_TO_ADD_AN_LLM
 

@@ -19,10 +19,14 @@ from longscan.answering.llm import LLMClient
 from longscan.answering.prompts import ANSWER_WINDOW, ANSWER_WITH_EVIDENCE, MERGE_WINDOW_ANSWERS
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.documents import Document, Evidence
+from longscan.scanning.features import ENGLISH_STOP_WORDS
 from longscan.scanning.scanner import SlidingWindow
 from longscan.tables import table_context
 
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_WORD = re.compile(r"[^\W\d_]{3,}")
+SUPPORTED_SHARE = 0.5  # of an answer's content words, found in what it cites
 NOT_FOUND = "NOT FOUND"
 PROMPT_MARGIN_TOKENS = 300  # instructions, question and chat template around the text
 SAMPLE_SENTENCES = 200  # sentences the model's tokenizer counts to scale cl100k counts
@@ -38,6 +42,7 @@ class Answer:
     citations: list[Evidence] = field(default_factory=list)
     mode: str = "evidence"
     windows: int = 1
+    warnings: list[str] = field(default_factory=list)
 
 
 def in_document_order(
@@ -93,6 +98,41 @@ def parse_citations(text: str, evidence: Sequence[Evidence]) -> list[Evidence]:
     return list(cited.values())
 
 
+def citation_warnings(
+    text: str, evidence: Sequence[Evidence], documents: Sequence[Document] = ()
+) -> list[str]:
+    """What in an answer the evidence it was given does not back, for the reader to see
+    beside it: a cited number that names no evidence; an answer that cites nothing; a
+    number (a figure, a year) found in no cited evidence; an answer most of whose content
+    words are in no cited evidence (its key phrase comes from elsewhere). Cited evidence is
+    read with its table context, as the model read it. "NOT FOUND" needs no backing."""
+    body = _CITATION.sub(" ", text)
+    given = len(evidence)
+    numbers = {int(n) for group in _CITATION.findall(text) for n in re.split(r"\s*[,;]\s*", group)}
+    warnings = []
+    if outside := sorted(n for n in numbers if not 1 <= n <= given):
+        listed = ", ".join(f"[{n}]" for n in outside)
+        warnings.append(f"cites {listed}, which no evidence given has (it was given [1]–[{given}])")
+    if not body.strip() or NOT_FOUND in body.upper():
+        return warnings
+    cited = parse_citations(text, evidence)
+    if not cited:
+        return [*warnings, "cites no evidence: nothing shown backs it"]
+    backing = " ".join(evidence_lines(cited, documents)).lower()
+    figures = {n.replace(",", "") for n in _NUMBER.findall(backing)}
+    if unbacked := [
+        n for n in dict.fromkeys(_NUMBER.findall(body)) if n.replace(",", "") not in figures
+    ]:
+        warnings.append(f"{', '.join(unbacked)}: in no evidence it cites")
+    words = {w for w in _WORD.findall(body.lower()) if w not in ENGLISH_STOP_WORDS}
+    found = {w for w in words if w in backing}
+    if words and len(found) < SUPPORTED_SHARE * len(words):
+        warnings.append(
+            f"most of its words are in no evidence it cites ({len(found)} of {len(words)})"
+        )
+    return warnings
+
+
 def answer_with_evidence(
     client: LLMClient, question: str, evidence: Sequence[Evidence], documents: Sequence[Document]
 ) -> Answer:
@@ -103,7 +143,11 @@ def answer_with_evidence(
         )
     )
     return Answer(
-        completion.text, ordered, parse_citations(completion.text, ordered), mode="evidence"
+        completion.text,
+        ordered,
+        parse_citations(completion.text, ordered),
+        mode="evidence",
+        warnings=citation_warnings(completion.text, ordered, documents),
     )
 
 

@@ -153,6 +153,10 @@ class AnswerOut(BaseModel):
     text: str = Field(description="The answer; [n] cites evidence n of `evidence` below.")
     evidence: list[EvidenceOut] = Field(description="What the LLM was shown, numbered from 1.")
     citations: list[EvidenceOut]
+    warnings: list[str] = Field(
+        description="What the evidence given does not back: a cited number that names no "
+        "evidence, no citation, a figure or most of the answer's words in no cited evidence."
+    )
     model: str
 
 
@@ -492,6 +496,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
                     text=result.text,
                     evidence=_evidence_out(result.evidence),
                     citations=_evidence_out(result.citations),
+                    warnings=result.warnings,
                     model=llm_client.config.model,
                 )
             except LLMError as error:

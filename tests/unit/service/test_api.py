@@ -171,6 +171,27 @@ def test_answer_citations_map_to_evidence_offsets(
     assert answer["citations"] == [answer["evidence"][0]] == result["evidence"]
     assert "flowerpot" in answer["citations"][0]["text"]
     assert "flowerpot" in server.requests[0]["messages"][-1]["content"]
+    assert answer["warnings"] == []  # its words are in the evidence it cites
+
+
+def test_an_answer_citing_evidence_it_was_not_given_is_flagged(
+    data_dir: Path, tmp_path: Path, story: str, base_url: str
+) -> None:
+    server = ScriptedServer([(200, completion_body("Under the blue flowerpot [3]."), 0.0)])
+    try:
+        llm = LLMConfig(server.url, "scripted", max_retries=0, cache_path=str(tmp_path / "c.db"))
+        with TestClient(
+            create_app(ServiceSettings(data_dir, llm=llm)), base_url=base_url
+        ) as client:
+            doc_id = client.post(
+                "/api/documents/text", json={"name": "story.txt", "text": story}
+            ).json()["id"]
+            body = {"question": "Where is the key?", "doc_ids": [doc_id], "top_k": 1}
+            answer = client.post("/api/ask", json=body).json()["answer"]
+    finally:
+        server.close()
+    assert answer["citations"] == []
+    assert answer["warnings"][0].startswith("cites [3], which no evidence given has")
 
 
 def post_raw_json(client: TestClient, path: str, body: dict[str, Any]) -> Response:

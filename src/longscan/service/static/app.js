@@ -287,6 +287,12 @@ function showAnswer(answer) {
     position = match.index + match[0].length;
   }
   box.append(answer.text.slice(position), ` (${answer.model})`);
+  for (const warning of answer.warnings || []) {  // what the evidence given does not back
+    const flag = document.createElement("span");
+    flag.className = "unbacked";
+    flag.textContent = `unbacked: ${warning}`;
+    box.append(document.createElement("br"), flag);
+  }
 }
 
 function followCitation(number) {

@@ -1,0 +1,76 @@
+"""An answer's citations are checked against the evidence it was given: a number that names
+no evidence, an answer that cites nothing, a figure or a key phrase found in no cited
+evidence are flagged beside the answer, in the CLI's text and JSON and the service's JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from longscan.answering.pipelines import answer_with_evidence, citation_warnings
+from longscan.cli import app
+from longscan.documents import Document, Evidence
+from scripted_server import completion_body
+
+TOWER = (
+    "The tower was built in 1889 for the fair.\n\n"
+    "Its designer was Gustave Eiffel, an engineer.\n\n"
+    "Paris is the capital of France."
+)
+
+
+def evidence_of(document: Document) -> list[Evidence]:
+    return [
+        Evidence.of(document, int(start), int(end), 1.0, unit)
+        for unit, (start, end) in enumerate(document.sentences.tolist())
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "flagged"),
+    [
+        ("Gustave Eiffel designed it [2].", []),
+        ("It was built in 1889 [1], by Gustave Eiffel [2].", []),
+        ("Gustave Eiffel [2][3]", []),
+        ("NOT FOUND", []),
+        ("Gustave Eiffel [7].", ["[7], which no evidence given has", "cites no evidence"]),
+        ("Gustave Eiffel [0]", ["[0], which no evidence given has", "cites no evidence"]),
+        ("Gustave Eiffel.", ["cites no evidence"]),
+        ("It was built in 1887 [1].", ["1887: in no evidence it cites"]),
+        ("Napoleon Bonaparte, emperor and general [2].", ["most of its words"]),
+        ("Gustave Eiffel [2, 9]", ["[9], which no evidence given has"]),
+    ],
+)
+def test_what_the_evidence_does_not_back_is_flagged(reply: str, flagged: list[str]) -> None:
+    document = Document("d.txt", TOWER)
+    warnings = citation_warnings(reply, evidence_of(document), [document])
+    assert len(warnings) == len(flagged), warnings
+    for warning, expected in zip(warnings, flagged, strict=True):
+        assert expected in warning
+
+
+def test_an_answer_carries_its_warnings(scripted) -> None:
+    document = Document("d.txt", TOWER)
+    _, client = scripted([(200, completion_body("Designed by Gustave Eiffel [4]."), 0)])
+    answer = answer_with_evidence(
+        client, "Who designed the tower?", evidence_of(document), [document]
+    )
+    assert answer.citations == []
+    assert answer.warnings[0].startswith("cites [4]")
+
+
+def test_ask_shows_the_warnings_in_text_and_json(scripted, tmp_path: Path) -> None:
+    path = tmp_path / "d.txt"
+    path.write_text(TOWER, encoding="utf-8")
+    server, _ = scripted([(200, completion_body("It was built in 1887 [1]."), 0)] * 2)
+    command = ["ask", str(path), "-q", "When was the tower built?", "-k", "3"]
+    env = {"LONGSCAN_LLM_URL": server.url, "LONGSCAN_LLM_MODEL": "scripted", "COLUMNS": "80"}
+    as_json = CliRunner().invoke(app, [*command, "--json"], env=env)
+    reply = json.loads(as_json.stdout)
+    assert reply["answer"] == "It was built in 1887 [1]." and reply["abstained"] is False
+    assert reply["warnings"] == ["1887: in no evidence it cites"]
+    as_text = CliRunner().invoke(app, command, env=env)
+    assert "unbacked: 1887: in no evidence it cites" in as_text.stdout
