@@ -151,33 +151,12 @@ def test_the_page_and_its_script_are_served(client: TestClient) -> None:
     assert client.get("/static/app.js").status_code == 200
 
 
-def test_answer_citations_map_to_evidence_offsets(
-    data_dir: Path, tmp_path: Path, story: str, base_url: str
-) -> None:
-    server = ScriptedServer([(200, completion_body("Under the blue flowerpot [1]."), 0.0)])
-    try:
-        llm = LLMConfig(server.url, "scripted", max_retries=0, cache_path=str(tmp_path / "c.db"))
-        app = create_app(ServiceSettings(data_dir, llm=llm))
-        with TestClient(app, base_url=base_url) as client:
-            doc_id = client.post(
-                "/api/documents/text", json={"name": "story.txt", "text": story}
-            ).json()["id"]
-            body = {"question": "Where is the key?", "doc_ids": [doc_id], "top_k": 1}
-            result = client.post("/api/ask", json=body).json()
-    finally:
-        server.close()
-    answer = result["answer"]
-    assert answer["text"] == "Under the blue flowerpot [1]." and answer["model"] == "scripted"
-    assert answer["citations"] == [answer["evidence"][0]] == result["evidence"]
-    assert "flowerpot" in answer["citations"][0]["text"]
-    assert "flowerpot" in server.requests[0]["messages"][-1]["content"]
-    assert answer["warnings"] == []  # its words are in the evidence it cites
-
-
-def test_an_answer_citing_evidence_it_was_not_given_is_flagged(
-    data_dir: Path, tmp_path: Path, story: str, base_url: str
-) -> None:
-    server = ScriptedServer([(200, completion_body("Under the blue flowerpot [3]."), 0.0)])
+def asked_with_reply(
+    reply: str, data_dir: Path, tmp_path: Path, story: str, base_url: str
+) -> tuple[dict, list[dict]]:
+    """``/api/ask`` about the story with an LLM that replies ``reply``: the service's JSON
+    and the requests the LLM received."""
+    server = ScriptedServer([(200, completion_body(reply), 0.0)])
     try:
         llm = LLMConfig(server.url, "scripted", max_retries=0, cache_path=str(tmp_path / "c.db"))
         with TestClient(
@@ -187,9 +166,29 @@ def test_an_answer_citing_evidence_it_was_not_given_is_flagged(
                 "/api/documents/text", json={"name": "story.txt", "text": story}
             ).json()["id"]
             body = {"question": "Where is the key?", "doc_ids": [doc_id], "top_k": 1}
-            answer = client.post("/api/ask", json=body).json()["answer"]
+            return client.post("/api/ask", json=body).json(), server.requests
     finally:
         server.close()
+
+
+def test_answer_citations_map_to_evidence_offsets(
+    data_dir: Path, tmp_path: Path, story: str, base_url: str
+) -> None:
+    reply = "Under the blue flowerpot [1]."
+    result, requests = asked_with_reply(reply, data_dir, tmp_path, story, base_url)
+    answer = result["answer"]
+    assert answer["text"] == reply and answer["model"] == "scripted"
+    assert answer["citations"] == [answer["evidence"][0]] == result["evidence"]
+    assert "flowerpot" in answer["citations"][0]["text"]
+    assert "flowerpot" in requests[0]["messages"][-1]["content"]
+    assert answer["warnings"] == []  # its words are in the evidence it cites
+
+
+def test_an_answer_citing_evidence_it_was_not_given_is_flagged(
+    data_dir: Path, tmp_path: Path, story: str, base_url: str
+) -> None:
+    reply = "Under the blue flowerpot [3]."
+    answer = asked_with_reply(reply, data_dir, tmp_path, story, base_url)[0]["answer"]
     assert answer["citations"] == []
     assert answer["warnings"][0].startswith("cites [3], which no evidence given has")
 
