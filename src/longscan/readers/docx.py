@@ -12,6 +12,8 @@ from longscan.documents import DocumentError
 from longscan.readers.extracted import Extracted, TextBuilder
 
 TITLE_LEVEL = 0
+# Word writes a password-protected .docx (and a legacy .doc) as an OLE2 compound file
+OLE2_SIGNATURE = bytes.fromhex("d0cf11e0a1b11ae1")
 MAX_INFLATED_BYTES = 1 << 29
 """The most the parts of one .docx may inflate to, all together (512 MiB). python-docx holds
 every part in memory at once, so a zip bomb (a few MB that inflate to gigabytes) would take
@@ -89,6 +91,13 @@ def read_docx(path: Path) -> Extracted:
         try:
             archive = zipfile.ZipFile(file)
         except zipfile.BadZipFile as error:
+            file.seek(0)
+            if file.read(len(OLE2_SIGNATURE)) == OLE2_SIGNATURE:
+                raise DocumentError(
+                    f"{path}: an OLE2 compound file, not a .docx archive: a password-protected "
+                    "(encrypted) Word document, or a legacy .doc; save a copy without the "
+                    "password, as .docx"
+                ) from None
             raise DocumentError(f"{path}: not a readable .docx file ({error})") from None
         with archive:
             _check_inflated_size(path, archive)

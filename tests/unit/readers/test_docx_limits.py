@@ -124,3 +124,16 @@ def test_a_part_compressed_with_a_method_word_does_not_write_is_refused(tmp_path
     write_docx(path, compression=zipfile.ZIP_BZIP2)
     with pytest.raises(DocumentError, match="compressed with method 12, which Word does not"):
         read_file(path)
+
+
+def test_a_password_protected_word_file_says_so(tmp_path: Path) -> None:
+    """Word saves an encrypted .docx as an OLE2 compound file, not a zip archive."""
+    path = tmp_path / "locked.docx"
+    sector = bytearray(512)
+    sector[:8] = docx_reader.OLE2_SIGNATURE  # a compound file's header, then its sectors
+    path.write_bytes(bytes(sector) + b"\0" * 4096)
+    with pytest.raises(DocumentError, match="password-protected"):
+        read_file(path)
+    path.write_bytes(b"PK\3\4 not really a zip")
+    with pytest.raises(DocumentError, match="not a readable .docx file"):
+        read_file(path)
