@@ -5,8 +5,8 @@
 Each scheme runs in a fresh process with its own cache (its own ONNX export): the scanner's
 contextual encoder (the shipped checkpoint's adapter, 128-token windows, table context)
 encodes the bundled novel, and the report gives each scheme's sentence vectors' cosine to
-the float32 export's (mean, 1st percentile, minimum), its encoding time (best of three), and the shipped
-scanner's top three for the README's question. The schemes:
+the float32 export's (mean, 1st percentile, minimum), its encoding time (best of three),
+and the shipped scanner's top three for the README's question. The schemes:
 
 - ``s8-8bit``: int8 weights per output channel in 8 bits (what shipped before ``int8r7``);
   exact on a CPU with VNNI, saturating on one without (ONNX Runtime's U8S8 kernel);
@@ -41,7 +41,7 @@ def cpu_flags() -> list[str]:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
         return []
-    line = next((l for l in text.splitlines() if l.startswith("flags")), "")
+    line = next((row for row in text.splitlines() if row.startswith("flags")), "")
     return sorted(wanted & set(line.split()))
 
 

@@ -71,7 +71,7 @@ TOWER = (
 def test_a_sentence_that_answers_through_its_neighbour_is_answered(
     tmp_path: Path, retriever: str
 ) -> None:
-    """"Its designer was ..." answers "Who designed the tower?" only beside "The tower was
+    """ "Its designer was ..." answers "Who designed the tower?" only beside "The tower was
     built ...": the judge reads the second round the re-scorer reads, so it answers."""
     path = tmp_path / "d.txt"
     path.write_text(TOWER, encoding="utf-8")
