@@ -86,16 +86,17 @@ def format_evidence(evidence: Sequence[Evidence], documents: Sequence[Document] 
     return "\n".join(f"[{n}] ({item.doc_id}) {line}" for n, (item, line) in numbered)
 
 
+def cited_numbers(text: str) -> list[int]:
+    """The numbers an answer cites as ``[3]``, ``[2, 5]`` or ``[2][5]``, each once, first
+    mention first."""
+    groups = _CITATION.findall(text)
+    return list(dict.fromkeys(int(n) for g in groups for n in re.split(r"\s*[,;]\s*", g)))
+
+
 def parse_citations(text: str, evidence: Sequence[Evidence]) -> list[Evidence]:
-    """The evidence items an answer cites as ``[3]``, ``[2, 5]`` or ``[2][5]``, first
-    mention first; numbers outside the evidence list are ignored."""
-    cited: dict[int, Evidence] = {}
-    for group in _CITATION.findall(text):
-        for number in re.split(r"\s*[,;]\s*", group):
-            index = int(number) - 1
-            if 0 <= index < len(evidence) and index not in cited:
-                cited[index] = evidence[index]
-    return list(cited.values())
+    """The evidence items an answer cites (``cited_numbers``), first mention first; numbers
+    outside the evidence list are ignored."""
+    return [evidence[n - 1] for n in cited_numbers(text) if 1 <= n <= len(evidence)]
 
 
 def citation_warnings(
@@ -108,9 +109,8 @@ def citation_warnings(
     read with its table context, as the model read it. "NOT FOUND" needs no backing."""
     body = _CITATION.sub(" ", text)
     given = len(evidence)
-    numbers = {int(n) for group in _CITATION.findall(text) for n in re.split(r"\s*[,;]\s*", group)}
     warnings = []
-    if outside := sorted(n for n in numbers if not 1 <= n <= given):
+    if outside := sorted(n for n in cited_numbers(text) if not 1 <= n <= given):
         listed = ", ".join(f"[{n}]" for n in outside)
         warnings.append(f"cites {listed}, which no evidence given has (it was given [1]–[{given}])")
     if not body.strip() or NOT_FOUND in body.upper():

@@ -17,6 +17,7 @@ as multi-hop dense retrieval (MDR) does; the same model is trained on both kinds
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import OrderedDict
 from collections.abc import Sequence
