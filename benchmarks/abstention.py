@@ -37,6 +37,7 @@ from longscan.encoders.adapter import CONFIG_FILE
 from longscan.progress import track
 from longscan.rerankers.abstention import JUDGED_SPANS, abstain_below, best_judgement
 from longscan.retrievers import get_retriever
+from longscan.retrievers.base import Retriever
 
 SIGNALS = ("scanner's best score", "re-scorer's judgement")
 
@@ -61,10 +62,10 @@ def without_gold(item: QAItem, pool: list[Document]) -> Document | None:
                 None)  # fmt: skip
 
 
-def own_squad_rows(questions: int) -> dict[str, list[tuple[str, Document, Document]]]:
-    """``questions`` development SQuAD questions, each with the document it is asked of and
-    another development article that does not hold its answer: under "paragraph" its own
-    paragraph, under "article" its own article (title line, then every paragraph)."""
+def own_squad_questions(questions: int) -> list[tuple[str, Document, Document, Document]]:
+    """``questions`` development SQuAD questions, each with its own paragraph, its own
+    article (title line, then every paragraph) and another development article that does
+    not hold its answer."""
     articles = squad_articles("dev")
     documents = [
         Document(f"article-{n}", "\n\n".join([a.heading, *(p.context for p in a.paragraphs)]))
@@ -73,11 +74,30 @@ def own_squad_rows(questions: int) -> dict[str, list[tuple[str, Document, Docume
     asked = [(n, p, q) for n, a in enumerate(articles) for p in a.paragraphs for q in p.questions]
     rng = np.random.default_rng(0)
     chosen = [asked[i] for i in sorted(rng.choice(len(asked), questions, replace=False))]
-    rows: dict[str, list[tuple[str, Document, Document]]] = {"paragraph": [], "article": []}
-    for n, paragraph, question in chosen:
-        other = foreign(documents, n, question.answers[0][0])
-        rows["paragraph"].append((question.question, Document("p", paragraph.context), other))
-        rows["article"].append((question.question, documents[n], other))
+    return [
+        (
+            question.question,
+            Document("p", paragraph.context),
+            documents[n],
+            foreign(documents, n, question.answers[0][0]),
+        )
+        for n, paragraph, question in chosen
+    ]
+
+
+def own_squad_rows(retriever: Retriever, questions: int) -> dict[str, list]:
+    """The signal pairs of ``own_squad_questions``: each question asked of its paragraph
+    (row "paragraph") and of its article (row "article"), both beside the same question
+    asked of the foreign article, read once."""
+    rows: dict[str, list] = {"squad, own paragraph": [], "squad, own article": []}
+    for question, paragraph, article, other in track(
+        own_squad_questions(questions), "own paragraph and article"
+    ):
+        unanswerable = signals(retriever, question, [other])
+        rows["squad, own paragraph"].append(
+            (signals(retriever, question, [paragraph]), unanswerable)
+        )
+        rows["squad, own article"].append((signals(retriever, question, [article]), unanswerable))
     return rows
 
 
@@ -90,7 +110,7 @@ def foreign(documents: list[Document], own: int, answer: str) -> Document:
     return next((d for d in others if not word.search(d.text)), others[0])
 
 
-def signals(retriever, question: str, documents: list[Document]) -> tuple[float, float]:
+def signals(retriever: Retriever, question: str, documents: list[Document]) -> tuple[float, float]:
     """The scanner's best score and the re-scorer's judgement of the scanner's best spans."""
     evidence = retriever.retrieve(question, documents, top_k=JUDGED_SPANS)
     return evidence[0].score, best_judgement(question, evidence, documents)
@@ -176,11 +196,7 @@ def main() -> None:
     if args.from_pairs is not None:
         rows = json.loads(args.from_pairs.read_text(encoding="utf-8"))
     elif args.own:
-        for name, asked in own_squad_rows(args.own).items():
-            rows[f"squad, own {name}"] = [
-                (signals(retriever, q, [own]), signals(retriever, q, [other]))
-                for q, own, other in track(asked, f"own {name}")
-            ]
+        rows.update(own_squad_rows(retriever, args.own))
     for words in (int(w) for w in args.words.split(",") if w and args.from_pairs is None):
         for name in args.benchmarks.split(","):
             items = build_benchmark(name, "dev", words, max_items=args.questions, seed=0)
