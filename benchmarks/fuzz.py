@@ -82,6 +82,7 @@ from typing import Any
 import numpy as np
 import psutil
 
+from longscan.devices import peak_rss_bytes
 from longscan.progress import Bar
 
 MB = 1 << 20
@@ -853,16 +854,6 @@ def nested_html(depth: int) -> bytes:
     return b"<html><body>" + b"<div>" * depth + inside + b"</div>" * depth + b"</body></html>"
 
 
-def vm_hwm_mb(pid: int) -> float:
-    """A live process's peak resident set (``VmHWM``), 0 once it is gone."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0.0
-    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
-    return int(found.group(1)) / 1024 if found else 0.0
-
-
 def still_open(sockets: list[socket.socket], within_s: float) -> int:
     """How many of ``sockets`` the server has not closed within ``within_s`` (what it sends
     first, a 408 say, is read and dropped; a reset counts as closed)."""
@@ -931,7 +922,7 @@ class LiveServer:
             return 0.0
 
     def peak_mb(self) -> float:
-        return max(vm_hwm_mb(self.process.pid), self.sampled_peak_mb)
+        return max(peak_rss_bytes(self.process.pid) / MB, self.sampled_peak_mb)
 
     def reading(self) -> int:
         """Uploads the server is reading (or about to)."""

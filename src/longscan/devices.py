@@ -99,17 +99,20 @@ def clock(device: str) -> float:
     return time.perf_counter()
 
 
-def peak_rss_bytes() -> int:
-    """This process's peak resident memory. On Linux it is ``VmHWM`` of /proc/self/status:
-    ``getrusage``'s ``ru_maxrss`` survives ``execve``, so a child started by a large parent
-    would report the parent's size as its own peak."""
+def peak_rss_bytes(pid: int | None = None) -> int:
+    """The peak resident memory of this process, or of the live process ``pid`` (0 once it
+    is gone). On Linux it is ``VmHWM`` of /proc/<pid>/status: ``getrusage``'s ``ru_maxrss``
+    survives ``execve``, so a child started by a large parent would report the parent's
+    size as its own peak."""
     try:
-        with open("/proc/self/status", encoding="ascii") as status:
+        with open(f"/proc/{pid or 'self'}/status", encoding="ascii") as status:
             for line in status:
                 if line.startswith("VmHWM:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
+    if pid is not None:
+        return 0
     import resource  # elsewhere: the best the platform gives (kilobytes on Linux and BSD)
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
