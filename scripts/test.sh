@@ -3,7 +3,7 @@
 #   bash scripts/test.sh [pytest options]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-source "$ROOT/scripts/setup.sh" "[test,local-llm]"
+source "$ROOT/scripts/setup.sh" "[test,local-llm,answerer]"
 # The browser test drives Debian's chromium through Playwright (never `playwright install`).
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null && SUDO="sudo -n"

@@ -31,6 +31,12 @@ def causal_lms(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def joined_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder of models joined from their parts for the session (1.1 GB to write)."""
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session")
 def evaluation_fingerprints_made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One folder of evaluation fingerprints for the session (the corpus takes a minute)."""
     return tmp_path_factory.mktemp("fingerprints")
@@ -42,16 +48,21 @@ def isolated_cache(
     monkeypatch: pytest.MonkeyPatch,
     onnx_exports: Path,
     causal_lms: Path,
+    joined_models: Path,
     evaluation_fingerprints_made: Path,
 ):
     """Every test gets its own on-disk cache, so no test sees another's vectors; the ONNX
-    exports of the shipped networks, the dequantised causal LMs and the evaluation
-    fingerprints are shared (each would take seconds to a minute to make again)."""
+    exports of the shipped networks, the dequantised causal LMs, the joined local models
+    and the evaluation fingerprints are shared (each would take seconds to a minute to make
+    again). Commands give evidence only unless a test names an answerer: the answerers
+    have tests of their own, and a generative answer costs seconds."""
     directory = tmp_path_factory.mktemp("cache")
     (directory / "onnx").symlink_to(onnx_exports, target_is_directory=True)
     (directory / "causal-lm").symlink_to(causal_lms, target_is_directory=True)
     (directory / "fingerprints").symlink_to(evaluation_fingerprints_made, target_is_directory=True)
+    (directory / "models").symlink_to(joined_models, target_is_directory=True)
     monkeypatch.setenv("LONGSCAN_CACHE_DIR", str(directory))
+    monkeypatch.setenv("LONGSCAN_ANSWERER", "none")
     return directory
 
 

@@ -11,7 +11,7 @@ import shlex
 import sys
 import unicodedata
 from collections.abc import Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from itertools import zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -23,6 +23,7 @@ from typer.core import TyperGroup
 
 if TYPE_CHECKING:
     from longscan.answering.llm import LLMClient, LLMConfig
+    from longscan.answering.pipelines import Answer
     from longscan.bench.qa import QARun
     from longscan.documents import Document, Evidence
 
@@ -167,6 +168,17 @@ LLMUrl = Annotated[str | None, LLM_URL_OPTION]
 LLMModel = Annotated[str | None, LLM_MODEL_OPTION]
 LLMConfigFile = Annotated[Path | None, LLM_CONFIG_OPTION]
 LocalLLM = Annotated[bool, typer.Option("--local", help="Start the small local model and use it.")]
+AnswererName = Annotated[
+    str,
+    typer.Option(
+        "--answerer",
+        "-a",
+        envvar="LONGSCAN_ANSWERER",
+        help="Who answers from the evidence: auto (a configured --llm server, else the "
+        "local instruct model when installed, else the extractive reader), llm, local, "
+        "extractive, or none (evidence only).",
+    ),
+]
 Verbose = Annotated[
     bool,
     typer.Option(
@@ -215,18 +227,24 @@ def _llm_config(
     return resolve_config(url, model, config_file, **overrides)
 
 
-def _highlighted(text: str, start: int, end: int, context: int) -> Text:
+def _highlighted(
+    text: str, start: int, end: int, context: int, mark: tuple[int, int] | None = None
+) -> Text:
     """The evidence in bold yellow inside ``context`` characters of surrounding text, on one
-    line, control characters escaped (``printable``)."""
+    line, control characters escaped (``printable``); ``mark``, a span inside the evidence
+    (an extractive answer), in bold green and underlined."""
     left = max(0, start - context)
     right = min(len(text), end + context)
 
     def line(part: str) -> str:
         return printable(part.replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
 
+    inner_start, inner_end = mark or (end, end)
     shown = Text()
     shown.append(("…" if left else "") + line(text[left:start]), style="dim")
-    shown.append(line(text[start:end]), style="bold yellow")
+    shown.append(line(text[start:inner_start]), style="bold yellow")
+    shown.append(line(text[inner_start:inner_end]), style="bold green underline")
+    shown.append(line(text[inner_end:end]), style="bold yellow")
     shown.append(line(text[end:right]) + ("…" if right < len(text) else ""), style="dim")
     return shown
 
@@ -244,11 +262,16 @@ def ask(
     retriever: Annotated[
         str, typer.Option("--retriever", "-r", help="Retriever name (see `longscan retrievers`).")
     ] = "",
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Evidence units shown.")] = 5,
+    answerer: AnswererName = "auto",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Evidence units kept.")] = 5,
+    budget_words: Annotated[
+        int | None,
+        typer.Option(min=1, help="Keep the best units while their words fit this budget."),
+    ] = None,
     min_score: Annotated[
         float | None,
         typer.Option(
-            help="Show only evidence scored above this (0 drops the units BM25 scores 0: "
+            help="Keep only evidence scored above this (0 drops the units BM25 scores 0: "
             "no query word in them); the scale is the retriever's."
         ),
     ] = None,
@@ -258,8 +281,9 @@ def ask(
     abstain: Annotated[
         bool,
         typer.Option(
-            help="Say 'no evidence found' (and ask no LLM) when the re-scorer judges none of "
-            "the best evidence an answer (a calibrated threshold); --no-abstain always answers.",
+            help="Say 'no evidence found' (and ask no answerer) when the re-scorer judges "
+            "none of the best evidence an answer (a calibrated threshold); --no-abstain "
+            "always answers.",
         ),
     ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
@@ -271,115 +295,111 @@ def ask(
     llm_config: LLMConfigFile = None,
     verbose: Verbose = False,
 ) -> None:
-    """Print the top evidence for a question, with document, offsets, score and context;
-    with an LLM configured, also its answer, citing the evidence it used."""
+    """Answer a question from its evidence, citing it: the answer, then each piece of
+    evidence (numbered as the answer cites it) with document, offsets, score and context."""
     _setup_logging(verbose)
+    from longscan.answering.answerers import get_answerer
     from longscan.documents import DocumentError, read_paths
-    from longscan.retrievers import get_retriever
+    from longscan.pipeline import Pipeline
     from longscan.retrievers.base import validate_query
     from longscan.retrievers.registry import DEFAULT_RETRIEVER
-    from longscan.selection import cite_table_context
 
+    retriever = retriever or DEFAULT_RETRIEVER
     try:
         validate_query(query)
         documents = read_paths(paths, hidden=hidden)
-        chosen = get_retriever(retriever or DEFAULT_RETRIEVER)
-        llm_settings = _llm_config(llm, llm_model, llm_config)
-    except (DocumentError, ValueError) as error:
+        chosen = get_answerer(answerer, _llm_config(llm, llm_model, llm_config))
+        pipeline = Pipeline(
+            retriever,
+            chosen,
+            top_k=top_k,
+            budget_words=budget_words,
+            min_score=min_score,
+            abstain=abstain,
+        )
+    except (DocumentError, ValueError, RuntimeError) as error:
         raise _fail(str(error)) from None
-    _read_with_progress(chosen, documents)
-    with errors.status(f"reading {len(documents)} document(s) with {chosen.name}…"):
-        evidence = cite_table_context(chosen.retrieve(query, documents, top_k=top_k), documents)
-    if min_score is not None:
-        evidence = [item for item in evidence if item.score > min_score]
-    abstained = False
-    if abstain:
-        from longscan.rerankers.abstention import abstains
-
-        abstained = abstains(query, evidence, documents)
-    answer, llm_error = None, None
-    if llm_settings is not None and not abstained:
-        from longscan.answering.llm import LLMClient, LLMError
-        from longscan.answering.pipelines import answer_with_evidence
-
-        try:
-            with console.status(f"asking {llm_settings.model}…"):
-                answer = answer_with_evidence(LLMClient(llm_settings), query, evidence, documents)
-        except LLMError as error:
-            llm_error = str(error)
+    with _progress_bar("encoding sentences") as advance:
+        pipeline.prepare(documents, advance)
+    with errors.status(f"reading {len(documents)} document(s) with {retriever}…"):
+        found = pipeline.find(query, documents)
+    with errors.status(f"{chosen.name} is answering…") if chosen else nullcontext():
+        answer = pipeline.respond(found)
     if as_json:
-        payload = {
-            "query": query,
-            "retriever": retriever or DEFAULT_RETRIEVER,
-            "abstained": abstained,
-            "evidence": [item.to_json() for item in evidence],
-            "answer": None if answer is None else answer.text,
-            "citations": [] if answer is None else [c.to_json() for c in answer.citations],
-            "warnings": [] if answer is None else answer.warnings,
-            "llm_error": llm_error,
-        }
+        payload = {"question": query, "retriever": retriever, **answer.to_json()}
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
     else:
-        if abstained:
-            console.print(
-                Text.assemble(
-                    ("No evidence found", "bold red"),
-                    ": the re-scorer judges none of the best evidence an answer (below its "
-                    "threshold calibrated on the development split). The closest evidence "
-                    "follows.",
-                ),
-                highlight=False,
-            )
-        _print_evidence(query, retriever or DEFAULT_RETRIEVER, evidence, documents, context)
-        if answer is not None:
-            cited = ", ".join(
-                " ".join(filter(None, (c.doc_id, c.where, f"chars {c.start}–{c.end}")))
-                for c in answer.citations
-            )
-            console.print(
-                Text.assemble(
-                    "\n",
-                    ("Answer", "bold green"),
-                    f" ({printable(llm_settings.model)}): {printable(answer.text.strip())}",
-                )
-            )
-            console.print(Text(f"cites: {printable(cited or 'nothing')}", "dim"), highlight=False)
-            for warning in answer.warnings:  # what the evidence given does not back
-                console.print(
-                    Text.assemble(("unbacked", "bold yellow"), f": {printable(warning)}"),
-                    highlight=False,
-                )
-    if llm_settings is None and not as_json:
-        from longscan.answering.llm import HOW_TO_ADD_AN_LLM
-
-        errors.print(f"\n[dim]{HOW_TO_ADD_AN_LLM}[/]", highlight=False, soft_wrap=True)
-    if llm_error is not None:
-        raise _fail(f"the evidence is above; the LLM gave no answer: {llm_error}", code=1)
+        _print_answer(query, retriever, answer, documents, context)
+    if chosen is None and not as_json:
+        errors.print(
+            "\n[dim]Evidence only (--answerer none): `--answerer auto` answers from it.[/]",
+            highlight=False,
+        )
+    if answer.error is not None:
+        raise _fail(f"the evidence is above; the answerer gave no answer: {answer.error}", code=1)
 
 
-def _read_with_progress(retriever: Any, documents: Sequence[Document]) -> None:
-    """The scanner's first reading of a document encodes every sentence, minutes for a book:
-    a bar on stderr counts the sentences and estimates the time left (nothing shows for
-    documents read before, and nothing when stderr is not a terminal)."""
-    scanner = getattr(retriever, "scanner", None)
-    if not hasattr(scanner, "sentence_vectors"):  # no scanner, or the token-level one
-        return
-    cache, encoder = scanner.cache, scanner.encoder
-    unread = [d for d in documents if cache.get(encoder.cache_key(d)) is None]
-    if not unread:
-        return
+def _progress_bar(description: str) -> Any:
+    """A context manager giving a ``(done, total)`` callback that draws a bar on stderr from
+    its first call (nothing shows for work already done, and nothing when stderr is not a
+    terminal)."""
+    from contextlib import contextmanager
+
     from longscan.progress import Bar
 
-    with Bar("encoding sentences", total=sum(len(d.sentences) for d in unread)) as bar:
-        before = 0
-        for document in unread:
+    @contextmanager
+    def drawn() -> Any:
+        with ExitStack() as stack:
+            bar: list[Any] = []
 
-            def advance(done: int, _total: int, before: int = before) -> None:
-                bar.update(completed=before + done)
+            def advance(done: int, total: int) -> None:
+                if not bar:
+                    bar.append(stack.enter_context(Bar(description, total=total)))
+                bar[0].update(completed=done)
 
-            scanner.sentence_vectors(document, on_progress=advance)
-            before += len(document.sentences)
-            bar.update(completed=before)
+            yield advance
+
+    return drawn()
+
+
+def _print_answer(
+    query: str,
+    retriever_name: str,
+    answer: Answer,
+    documents: Sequence[Document],
+    context: int,
+) -> None:
+    """The answer (or why there is none), what it cites and what its evidence does not back,
+    then the evidence it was given."""
+    if answer.abstained:
+        console.print(
+            Text.assemble(
+                ("No evidence found", "bold red"),
+                ": the re-scorer judges none of the best evidence an answer (below its "
+                "threshold calibrated on the development split). The closest evidence "
+                "follows.",
+            ),
+            highlight=False,
+        )
+    elif answer.text:
+        cited = ", ".join(
+            " ".join(filter(None, (c.doc_id, c.where, f"chars {c.start}–{c.end}")))
+            for c in answer.citations
+        )
+        console.print(
+            Text.assemble(
+                ("Answer", "bold green"),
+                f" ({printable(answer.answerer)}): {printable(answer.text.strip())}",
+            )
+        )
+        console.print(Text(f"cites: {printable(cited or 'nothing')}", "dim"), highlight=False)
+        for warning in answer.warnings:  # what the evidence given does not back
+            console.print(
+                Text.assemble(("unbacked", "bold yellow"), f": {printable(warning)}"),
+                highlight=False,
+            )
+        console.print()
+    _print_evidence(query, retriever_name, answer.evidence, documents, context, answer.span)
 
 
 def _print_evidence(
@@ -388,19 +408,21 @@ def _print_evidence(
     evidence: Sequence[Evidence],
     documents: Sequence[Document],
     context: int,
+    span: Evidence | None = None,
 ) -> None:
-    """Each unit with its place, score and highlighted surroundings; a table row also with
-    the title, column header and row group that say what its figures are."""
+    """Each unit with its number, place, score and highlighted surroundings (an extractive
+    answer's ``span`` marked inside its unit); a table row also with the title, column
+    header and row group that say what its figures are."""
     from longscan.tables import table_context
 
     by_id = {document.id: document for document in documents}
     console.print(Text.assemble((printable(query), "bold"), f"  ({printable(retriever_name)})"))
-    for rank, item in enumerate(evidence, start=1):
+    for number, item in enumerate(evidence, start=1):
         document = by_id[item.doc_id]
         console.print(
             Text.assemble(
                 "\n",
-                (f"{rank}.", "bold cyan"),
+                (f"[{number}]", "bold cyan"),
                 f" {printable(item.doc_id)} ",
                 (f"{printable(item.where)}  " if item.where else "", "green"),
                 (f"chars {item.start}–{item.end}  score {item.score:.4g}", "dim"),
@@ -410,7 +432,10 @@ def _print_evidence(
         table = table_context(document, item)
         if table:
             console.print(Text(f"table: {printable(table)}", "italic"), highlight=False)
-        console.print(_highlighted(document.text, item.start, item.end, context))
+        mark = None
+        if span is not None and span.doc_id == item.doc_id and item.start <= span.start:
+            mark = (span.start, span.end) if span.end <= item.end else None
+        console.print(_highlighted(document.text, item.start, item.end, context, mark))
 
 
 @app.command(name="eval")
@@ -1501,7 +1526,7 @@ def serve(
     llm: LLMUrl = None,
     llm_model: LLMModel = None,
     llm_config: LLMConfigFile = None,
-    local: LocalLLM = False,
+    answerer: AnswererName = "auto",
     verbose: Verbose = False,
 ) -> None:
     """Serve the web page and the HTTP API (OpenAPI schema at /openapi.json) until Ctrl-C:
@@ -1523,18 +1548,19 @@ def serve(
         )
     except ValueError as error:
         raise _fail(str(error)) from None
-    with ExitStack() as stack:
-        try:
-            if local:
-                llm, llm_model = _start_local_llm(stack)
-            settings = dataclasses.replace(settings, llm=_llm_config(llm, llm_model, llm_config))
-        except (RuntimeError, ValueError) as error:
-            raise _fail(str(error)) from None
-        from longscan.service.server import serve as serve_http
+    from longscan.service.app import create_app
+    from longscan.service.server import make_server
 
-        console.print(f"longscan at http://{host}:{port}/ (Ctrl-C stops)", highlight=False)
-        # timeouts for slow heads and bodies, and a connection bound that never refuses health
-        serve_http(settings, port, "info" if verbose else "warning")
+    try:  # an unreadable LLM config, an answerer that is not installed
+        settings = dataclasses.replace(
+            settings, llm=_llm_config(llm, llm_model, llm_config), answerer=answerer
+        )
+        service = create_app(settings)
+    except (RuntimeError, ValueError) as error:
+        raise _fail(str(error)) from None
+    console.print(f"longscan at http://{host}:{port}/ (Ctrl-C stops)", highlight=False)
+    # timeouts for slow heads and bodies, and a connection bound that never refuses health
+    make_server(service, settings, port, "info" if verbose else "warning").run()
 
 
 QA_BENCHMARKS = (

@@ -93,7 +93,7 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The real app under uvicorn on a free loopback port, in a thread."""
     import uvicorn
 
-    app = create_app(ServiceSettings(tmp_path_factory.mktemp("browser-service")))
+    app = create_app(ServiceSettings(tmp_path_factory.mktemp("browser-service"), answerer="none"))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

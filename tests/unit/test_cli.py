@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -431,13 +432,24 @@ def test_verbose_has_help_wherever_it_is_taken() -> None:
 
 
 def test_serve_runs_the_server_guarded_against_slow_clients(monkeypatch, tmp_path: Path) -> None:
-    """`longscan serve` runs ``service.server.serve`` (head and body timeouts, a connection
-    bound that leaves health answering), not a plain uvicorn run whose concurrency limit
-    half-sent requests fill."""
+    """`longscan serve` runs ``service.server.make_server`` (head and body timeouts, a
+    connection bound that leaves health answering), not a plain uvicorn run whose
+    concurrency limit half-sent requests fill; its answerer is the one asked for."""
     from longscan.service import server
 
     served = []
-    monkeypatch.setattr(server, "serve", lambda settings, port, level: served.append(port))
-    result = runner.invoke(app, ["serve", "--port", "8765", "--data-dir", str(tmp_path)])
+
+    class Recorded:
+        def __init__(self, service: object, settings: Any, port: int, level: str) -> None:
+            served.append((port, settings.answerer))
+
+        def run(self) -> None:
+            pass
+
+    monkeypatch.setattr(server, "make_server", Recorded)
+    command = ["serve", "--port", "8765", "--data-dir", str(tmp_path), "--answerer", "none"]
+    result = runner.invoke(app, command)
     assert result.exit_code == 0, result.output
-    assert served == [8765]
+    assert served == [(8765, "none")]
+    unknown = runner.invoke(app, [*command[:-1], "oracle"])
+    assert unknown.exit_code == 2 and "unknown answerer 'oracle'" in unknown.output

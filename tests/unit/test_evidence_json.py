@@ -87,7 +87,7 @@ def test_bank_search_json_evidence_follows_the_schema(tmp_path: Path) -> None:
 def test_service_evidence_follows_the_schema(tmp_path: Path) -> None:
     from longscan.service import ServiceSettings, create_app
 
-    service = create_app(ServiceSettings(tmp_path))
+    service = create_app(ServiceSettings(tmp_path, answerer="none"))
     with TestClient(service, base_url="http://127.0.0.1:8000") as client:  # a bound host
         response = client.post("/api/documents/text", json={"name": "story.txt", "text": STORY})
         assert response.status_code == 200, response.text
@@ -146,7 +146,7 @@ def test_the_service_gives_a_row_its_context_spans(statement_excerpt: str, tmp_p
     from longscan.service import ServiceSettings, create_app
 
     excerpt = statement_excerpt
-    service = create_app(ServiceSettings(tmp_path))
+    service = create_app(ServiceSettings(tmp_path, answerer="none"))
     with TestClient(service, base_url="http://127.0.0.1:8000") as client:
         response = client.post("/api/documents/text", json={"name": "q3.txt", "text": excerpt})
         assert response.status_code == 200, response.text

@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
-from longscan.answering.llm import LLMClient
+from longscan.answering.llm import Completion, LLMClient, Message
 from longscan.answering.prompts import ANSWER_WINDOW, ANSWER_WITH_EVIDENCE, MERGE_WINDOW_ANSWERS
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.documents import Document, Evidence
@@ -26,6 +27,7 @@ from longscan.tables import table_context
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"[^\W\d_]{3,}")
+_SENTENCE_END = re.compile(r"[.!?](?=\s)")
 SUPPORTED_SHARE = 0.5  # of an answer's content words, found in what it cites
 NOT_FOUND = "NOT FOUND"
 PROMPT_MARGIN_TOKENS = 300  # instructions, question and chat template around the text
@@ -33,9 +35,33 @@ SAMPLE_SENTENCES = 200  # sentences the model's tokenizer counts to scale cl100k
 PAPER_WINDOW_TOKENS = 120_000
 
 
+class ChatModel(Protocol):
+    """What answering needs of a model: one chat completion (an OpenAI-compatible server
+    through ``LLMClient``, or the in-process local model)."""
+
+    def chat(self, messages: Sequence[Message], max_tokens: int | None = None) -> Completion: ...
+
+
 @dataclass
 class Answer:
-    """The LLM's answer, the evidence it was shown and the pieces it cited (with offsets)."""
+    """An answer, the evidence it was given and the pieces it cited (with offsets).
+
+    Attributes:
+        text: The answer; ``[n]`` cites ``evidence[n - 1]``. Empty when none was given
+            (abstained, no answerer, or an error).
+        evidence: What the answerer read, in document order, numbered from 1.
+        ranked: The same evidence best first, as the retriever ranked it.
+        citations: The evidence items the text cites, first mention first.
+        span: For an extractive answer, the answer itself as exact offsets in its document
+            (inside one cited item); else None.
+        warnings: What the evidence given does not back (``citation_warnings``).
+        answerer: Which model or reader answered ("" when none did).
+        abstained: The re-scorer judged none of the best evidence an answer, so no answerer
+            was asked.
+        error: Why the answerer gave no answer (an unreachable server, a prompt too long).
+        seconds: Wall time per step ("prepare", "retrieve", "judge", "answer").
+        tokens: The answerer's prompt and completion tokens, when it counts them.
+    """
 
     text: str
     evidence: list[Evidence] = field(default_factory=list)
@@ -43,6 +69,37 @@ class Answer:
     mode: str = "evidence"
     windows: int = 1
     warnings: list[str] = field(default_factory=list)
+    span: Evidence | None = None
+    ranked: list[Evidence] = field(default_factory=list)
+    answerer: str = ""
+    abstained: bool = False
+    error: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The reply to a question as JSON, the same from the CLI and the service: whether it
+        abstained, the evidence best first, the answer (null when no answerer replied) with
+        the evidence it read numbered as it cites it, and the answerer's error."""
+        answered = None
+        if self.answerer and self.error is None:
+            answered = {
+                "text": self.text,
+                "model": self.answerer,
+                "evidence": [item.to_json() for item in self.evidence],
+                "citations": [item.to_json() for item in self.citations],
+                "span": None if self.span is None else self.span.to_json(),
+                "warnings": list(self.warnings),
+                "tokens": dict(self.tokens),
+            }
+        return {
+            "abstained": self.abstained,
+            "evidence": [item.to_json() for item in self.ranked],
+            "answer": answered,
+            "llm_error": self.error,
+            "seconds": round(sum(self.seconds.values()), 4),
+            "timings": {step: round(value, 4) for step, value in self.seconds.items()},
+        }
 
 
 def in_document_order(
@@ -100,13 +157,18 @@ def parse_citations(text: str, evidence: Sequence[Evidence]) -> list[Evidence]:
 
 
 def citation_warnings(
-    text: str, evidence: Sequence[Evidence], documents: Sequence[Document] = ()
+    text: str,
+    evidence: Sequence[Evidence],
+    documents: Sequence[Document] = (),
+    question: str = "",
 ) -> list[str]:
     """What in an answer the evidence it was given does not back, for the reader to see
     beside it: a cited number that names no evidence; an answer that cites nothing; a
-    number (a figure, a year) found in no cited evidence; an answer most of whose content
-    words are in no cited evidence (its key phrase comes from elsewhere). Cited evidence is
-    read with its table context, as the model read it. "NOT FOUND" needs no backing."""
+    number (a figure, a year) found in no cited evidence; an answer whose key phrase is
+    mostly in no cited evidence. The key phrase is the content words of the answer's first
+    sentence that the question does not already hold (a model's explanation after it, and
+    the question's own words, say nothing about where the answer came from). Cited evidence
+    is read with its table context, as the model read it. "NOT FOUND" needs no backing."""
     body = _CITATION.sub(" ", text)
     given = len(evidence)
     warnings = []
@@ -124,18 +186,31 @@ def citation_warnings(
         n for n in dict.fromkeys(_NUMBER.findall(body)) if n.replace(",", "") not in figures
     ]:
         warnings.append(f"{', '.join(unbacked)}: in no evidence it cites")
-    words = {w for w in _WORD.findall(body.lower()) if w not in ENGLISH_STOP_WORDS}
+    asked = set(_WORD.findall(question.lower())) | ENGLISH_STOP_WORDS
+    words = {w for w in _WORD.findall(_first_sentence(body).lower()) if w not in asked}
     found = {w for w in words if w in backing}
     if words and len(found) < SUPPORTED_SHARE * len(words):
         warnings.append(
-            f"most of its words are in no evidence it cites ({len(found)} of {len(words)})"
+            f"most of its key words are in no evidence it cites ({len(found)} of {len(words)})"
         )
     return warnings
 
 
+def _first_sentence(text: str) -> str:
+    """The text up to its first sentence end (a full stop, ! or ? before a space or a
+    line break), all of it when it has none."""
+    match = _SENTENCE_END.search(text)
+    return text if match is None else text[: match.start() + 1]
+
+
 def answer_with_evidence(
-    client: LLMClient, question: str, evidence: Sequence[Evidence], documents: Sequence[Document]
+    client: ChatModel,
+    question: str,
+    evidence: Sequence[Evidence],
+    documents: Sequence[Document],
 ) -> Answer:
+    """The model's answer from the evidence, numbered in document order, with the items it
+    cites and what they do not back."""
     ordered = in_document_order(evidence, documents)
     completion = client.chat(
         ANSWER_WITH_EVIDENCE.messages(
@@ -147,7 +222,8 @@ def answer_with_evidence(
         ordered,
         parse_citations(completion.text, ordered),
         mode="evidence",
-        warnings=citation_warnings(completion.text, ordered, documents),
+        warnings=citation_warnings(completion.text, ordered, documents, question),
+        tokens={"prompt": completion.prompt_tokens, "completion": completion.completion_tokens},
     )
 
 

@@ -33,13 +33,22 @@ class Prompt:
 
 ANSWER_WITH_EVIDENCE = Prompt(
     "answer-with-evidence",
-    2,
+    3,
     "You answer questions about long documents using only the numbered evidence given. "
-    "Cite the evidence you use by its number in square brackets, e.g. [3] or [2][5]. "
+    "Give the answer itself as a short phrase or one sentence, with no explanation, and "
+    "cite the evidence it comes from by number in square brackets, e.g. [3] or [2][5]. "
     "A table row is followed by its table's title, column header and row group in braces. "
-    "If the evidence does not contain the answer, say so.",
+    "If the evidence does not contain the answer, reply exactly: NOT FOUND.",
     "Evidence (in document order):\n{evidence}\n\nQuestion: {question}\n\n"
-    "Answer briefly, citing evidence numbers.",
+    "Answer (a short phrase with its evidence numbers):",
+)
+
+ANSWER_CLOSED_BOOK = Prompt(
+    "answer-closed-book",
+    1,
+    "You answer questions from what you know. Give the answer itself as a short phrase, "
+    "with no explanation.",
+    "Question: {question}\n\nAnswer (a short phrase):",
 )
 
 ANSWER_WINDOW = Prompt(

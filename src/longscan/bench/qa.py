@@ -22,13 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longscan.answering.llm import LLMClient
-from longscan.answering.pipelines import (
-    Answer,
-    answer_full_context,
-    answer_with_evidence,
-    evidence_lines,
-)
+from longscan.answering.answerers import ChatAnswerer
+from longscan.answering.llm import LLMClient, LLMError
+from longscan.answering.pipelines import Answer, answer_full_context, evidence_lines
 from longscan.answering.prompts import LOCALIZE_DOCUMENTS, versions
 from longscan.answering.tokens import count_tokens
 from longscan.bench.builders import build_benchmark, build_leval, build_loong
@@ -42,6 +38,7 @@ from longscan.evaluation.answers import (
     token_f1,
 )
 from longscan.evaluation.measures import Measure, document_scores
+from longscan.pipeline import Pipeline
 from longscan.progress import track
 from longscan.retrievers.base import Retriever
 from longscan.selection import select
@@ -258,9 +255,12 @@ def answer_item(
     """Retrieve-then-answer with ``retriever``, or the sliding-window full context."""
     if retriever is None:
         return answer_full_context(client, item.query, item.documents, window_tokens)
-    ranked = retriever.retrieve(item.query, item.documents)
-    evidence = select(ranked, item.documents, budget_words=budget_words)
-    return answer_with_evidence(client, item.query, evidence, item.documents)
+    answerer = ChatAnswerer(client, client.config.model)
+    pipeline = Pipeline(retriever, answerer, top_k=None, budget_words=budget_words, abstain=False)
+    answer = pipeline.answer(item.query, item.documents)
+    if answer.error is not None:  # a benchmark stops where its LLM does
+        raise LLMError(answer.error)
+    return answer
 
 
 def run_longdoc_qa(

@@ -7,16 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from longscan.documents import Evidence
+from longscan.pipeline import Pipeline
 from longscan.retrievers.base import Retriever
 
 
-def resolve(retriever: str | Retriever) -> Retriever:
-    """A retriever by name (``scanner``, ``bm25-sentence``, ``scanner:DIR`` ...) or as given."""
-    if isinstance(retriever, str):
-        from longscan.retrievers import get_retriever
-
-        return get_retriever(retriever)
-    return retriever
+def evidence_pipeline(retriever: str | Retriever, top_k: int) -> Pipeline:
+    """The evidence step of longscan's pipeline for a retriever by name (``scanner``,
+    ``bm25-sentence``, ``scanner:DIR`` ...) or as given: the frameworks answer themselves,
+    and judge for themselves whether to."""
+    return Pipeline(retriever, None, top_k=top_k, abstain=False)
 
 
 def evidence_metadata(evidence: Evidence) -> dict[str, Any]:

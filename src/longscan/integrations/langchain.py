@@ -9,7 +9,7 @@ from langchain_core.documents import Document as LangChainDocument
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from longscan.integrations import evidence_metadata, resolve
+from longscan.integrations import evidence_metadata, evidence_pipeline
 
 
 class LongscanRetriever(BaseRetriever):
@@ -24,12 +24,13 @@ class LongscanRetriever(BaseRetriever):
     _resolved: Any = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
-        self._resolved = resolve(self.retriever)  # a scanner loads once, not per query
+        # a scanner loads once, not per query
+        self._resolved = evidence_pipeline(self.retriever, self.top_k)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[LangChainDocument]:
-        found = self._resolved.retrieve(query, self.documents, self.top_k)
+        found = self._resolved.find(query, self.documents).evidence
         return [
             LangChainDocument(page_content=item.text, metadata=evidence_metadata(item))
             for item in found

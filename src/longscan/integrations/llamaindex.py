@@ -8,7 +8,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from longscan.documents import Document
-from longscan.integrations import evidence_metadata, resolve
+from longscan.integrations import evidence_metadata, evidence_pipeline
 from longscan.retrievers.base import Retriever
 
 
@@ -26,11 +26,11 @@ class LongscanRetriever(BaseRetriever):
     ) -> None:
         super().__init__(**kwargs)
         self.documents = list(documents)
-        self.retriever = resolve(retriever)
+        self.pipeline = evidence_pipeline(retriever, top_k)
         self.top_k = top_k
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        found = self.retriever.retrieve(query_bundle.query_str, self.documents, self.top_k)
+        found = self.pipeline.find(query_bundle.query_str, self.documents).evidence
         return [
             NodeWithScore(
                 node=TextNode(

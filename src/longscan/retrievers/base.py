@@ -8,7 +8,7 @@ documents a query is asked over, exactly as a user would expect from one search 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -17,6 +17,7 @@ import numpy as np
 from longscan.documents import Document, Evidence, check_unique_ids, lone_surrogate
 
 UnitKind = Literal["sentence", "chunk"]
+Progress = Callable[[int, int], None]  # (units read so far, units to read)
 MAX_QUERY_CHARS = 8_000
 CHUNK_WORDS = 300
 
@@ -138,6 +139,12 @@ class Retriever(ABC):
         if scores.shape != (len(units),):
             raise RuntimeError(f"{self.name}: got {scores.shape} scores for {len(units)} units")
         return units.evidence(documents, scores, top_k)
+
+    def prepare(self, documents: Sequence[Document], on_progress: Progress | None = None) -> None:
+        """Do once what every later question over ``documents`` reuses (the scanner encodes
+        each sentence in its context: minutes for a book), reporting ``(done, total)``.
+        Retrievers with nothing slow to do first do nothing."""
+        del documents, on_progress
 
     def units(self, documents: Sequence[Document]) -> Units:
         return Units.of(documents, self.unit)

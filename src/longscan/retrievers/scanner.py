@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from longscan.documents import Document
-from longscan.retrievers.base import Retriever, Units
+from longscan.retrievers.base import Progress, Retriever, Units
 from longscan.scanning.scanner import Scanner
 
 
@@ -29,3 +29,6 @@ class ScannerRetriever(Retriever):
 
     def score_units(self, query: str, documents: Sequence[Document], units: Units) -> np.ndarray:
         return self.scanner.score(query, documents, progress=self.progress)
+
+    def prepare(self, documents: Sequence[Document], on_progress: Progress | None = None) -> None:
+        self.scanner.prepare(documents, on_progress)

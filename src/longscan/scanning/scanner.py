@@ -158,6 +158,26 @@ class Scanner:
         """``(n_sentences, d)`` contextual vectors, encoded once per document text."""
         return self.encoder.cached_vectors(document, self.cache, progress, on_progress)
 
+    def prepare(self, documents: Sequence[Document], on_progress: Progress | None = None) -> None:
+        """Encode the documents not read before (minutes for a book), so that a question's
+        scan finds every vector cached; ``on_progress`` hears ``(done, total)`` sentences
+        over all of them, first ``(0, total)``, and nothing when every vector is cached."""
+        unread = [d for d in documents if self.cache.get(self.encoder.cache_key(d)) is None]
+        if not unread:
+            return
+        total = sum(len(document.sentences) for document in unread)
+        if on_progress is not None:
+            on_progress(0, total)
+        before = 0
+        for document in unread:
+
+            def advance(done: int, _total: int, before: int = before) -> None:
+                if on_progress is not None:
+                    on_progress(before + done, total)
+
+            self.sentence_vectors(document, on_progress=advance)
+            before += len(document.sentences)
+
     def query_vector(self, query: str) -> np.ndarray:
         """The query's vector; its token states come from the same pass (``token_match``)."""
         return self.features.query_vector(query)

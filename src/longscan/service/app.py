@@ -151,13 +151,21 @@ class EvidenceOut(BaseModel):
 
 class AnswerOut(BaseModel):
     text: str = Field(description="The answer; [n] cites evidence n of `evidence` below.")
-    evidence: list[EvidenceOut] = Field(description="What the LLM was shown, numbered from 1.")
+    evidence: list[EvidenceOut] = Field(
+        description="What the answerer was shown, in document order, numbered from 1."
+    )
     citations: list[EvidenceOut]
+    span: EvidenceOut | None = Field(
+        description="An extractive answer's exact offsets, inside one cited item; else null."
+    )
     warnings: list[str] = Field(
         description="What the evidence given does not back: a cited number that names no "
         "evidence, no citation, a figure or most of the answer's words in no cited evidence."
     )
-    model: str
+    model: str = Field(description="The model or reader that answered.")
+    tokens: dict[str, int] = Field(
+        description="The answerer's prompt and completion tokens, when it counts them."
+    )
 
 
 class AskOut(BaseModel):
@@ -165,12 +173,16 @@ class AskOut(BaseModel):
     abstained: bool = Field(
         description="True when the re-scorer judges none of the best evidence an answer "
         "(below its calibrated threshold): the evidence below is only the closest, and no "
-        "LLM was asked."
+        "answerer was asked."
     )
     evidence: list[EvidenceOut] = Field(description="Best first.")
     answer: AnswerOut | None
     llm_error: str | None
     seconds: float
+    timings: dict[str, float] = Field(
+        description="Seconds per step: prepare (encoding new documents), retrieve, judge "
+        "(abstention), answer."
+    )
 
 
 class Health(BaseModel):
@@ -185,7 +197,7 @@ class Health(BaseModel):
         "document's encoding after a 504, which finishes so that asking again finds it."
     )
     reading: int = Field(description="Uploads being read beside the worker, or waiting to be.")
-    llm: str | None
+    llm: str | None = Field(description="The model or reader that answers; null: none does.")
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -309,16 +321,12 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     beside the API. The schema itself is at ``/openapi.json`` (behind the key, if any) for
     any OpenAPI viewer.
     """
-    engine = Engine(settings)
+    from longscan.answering.answerers import get_answerer
+
+    engine = Engine(settings, get_answerer(settings.answerer, settings.llm))
     metrics = Metrics(engine)
     uploads = settings.data_dir / "uploads"
     uploads.mkdir(parents=True, exist_ok=True)
-    llm_client = None
-    if settings.llm is not None:
-        from longscan.answering.llm import LLMClient
-
-        llm_client = LLMClient(settings.llm)
-
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await engine.start()
@@ -470,7 +478,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     async def answer(request: AskIn, on_progress: Callable[[int, int], None] | None) -> AskOut:
         started = time.perf_counter()
         try:
-            evidence, documents = await engine.call(
+            found = await engine.call(
                 engine.ask,
                 request.question,
                 request.doc_ids,
@@ -479,38 +487,11 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             )
         except ValueError as error:  # an empty question, a duplicate id
             raise HTTPException(400, str(error)) from None
-        from longscan.rerankers.abstention import abstains
-
-        answered, llm_error = None, None
-        # on the worker thread, beside the scans: the judgement reads the re-scorer
-        abstained = await engine.call(abstains, request.question, evidence, documents)
-        if llm_client is not None and evidence and not abstained:
-            from longscan.answering.llm import LLMError
-            from longscan.answering.pipelines import answer_with_evidence
-
-            try:
-                result = await asyncio.to_thread(
-                    answer_with_evidence, llm_client, request.question, evidence, documents
-                )
-                answered = AnswerOut(
-                    text=result.text,
-                    evidence=_evidence_out(result.evidence),
-                    citations=_evidence_out(result.citations),
-                    warnings=result.warnings,
-                    model=llm_client.config.model,
-                )
-            except LLMError as error:
-                llm_error = str(error)
+        # beside the worker: the scans of other questions go on while a model answers
+        result = await asyncio.to_thread(engine.pipeline.respond, found)
         seconds = time.perf_counter() - started
         metrics.ask_seconds.observe(seconds)
-        return AskOut(
-            question=request.question,
-            abstained=abstained,
-            evidence=_evidence_out(evidence),
-            answer=answered,
-            llm_error=llm_error,
-            seconds=seconds,
-        )
+        return AskOut(**{**result.to_json(), "seconds": seconds}, question=request.question)
 
     @app.post("/api/ask", dependencies=guarded, tags=["questions"])
     async def ask(request: AskIn, connection: Request) -> AskOut:
@@ -578,7 +559,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             running=counts.running,
             abandoned=counts.abandoned,
             reading=engine.reading,
-            llm=None if settings.llm is None else settings.llm.model,
+            llm=None if engine.answerer is None else engine.answerer.name,
         )
 
     @app.get(

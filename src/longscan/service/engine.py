@@ -36,14 +36,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from longscan.bank.store import DocumentInfo
-from longscan.documents import Document, Evidence, read_file
-from longscan.selection import cite_table_context
+from longscan.documents import Document, read_file
 from longscan.service.settings import ServiceSettings
 
 if TYPE_CHECKING:
+    from longscan.answering.answerers import Answerer
     from longscan.bank import MemoryBank
     from longscan.encoders.contextual import Progress
-    from longscan.retrievers.scanner import ScannerRetriever
+    from longscan.pipeline import Found, Pipeline
 
 T = TypeVar("T")
 
@@ -244,14 +244,15 @@ class Engine:
             memory the caches may hold.
     """
 
-    def __init__(self, settings: ServiceSettings) -> None:
+    def __init__(self, settings: ServiceSettings, answerer: Answerer | None = None) -> None:
         self.settings = settings
+        self.answerer = answerer
         self._worker = JobQueue(1, settings.max_queued, "engine", "requests")
         self._readers = JobQueue(READING_THREADS, settings.max_reading, "read", "uploads")
         self._documents: OrderedDict[int, tuple[Document, int]] = OrderedDict()
         self.documents_bytes = 0  # what the segmented documents kept in memory hold
         self._bank: MemoryBank | None = None
-        self._retriever: ScannerRetriever | None = None
+        self._pipeline: Pipeline | None = None
         self.document_count = 0
 
     # ------------------------------------------------------------------ the job queues
@@ -312,7 +313,7 @@ class Engine:
         no-op: the worker thread lives as long as the process, since the bank's SQLite
         connection belongs to it (test clients start an app many times).
         """
-        if self._retriever is None:
+        if self._pipeline is None:
             await self._worker.call(self._load, deadline=None)
 
     # -------------------------------------------------- jobs (run on the worker thread)
@@ -320,6 +321,7 @@ class Engine:
     def _load(self) -> None:
         from longscan.bank import MemoryBank
         from longscan.encoders.cache import EmbeddingCache
+        from longscan.pipeline import Pipeline
         from longscan.retrievers.scanner import ScannerRetriever
         from longscan.scanning.scanner import Scanner
 
@@ -328,7 +330,8 @@ class Engine:
         cache = EmbeddingCache(
             self.settings.data_dir / "vectors", max_bytes=self.settings.cache_bytes
         )
-        self._retriever = ScannerRetriever(Scanner.from_pretrained(cache=cache))
+        retriever = ScannerRetriever(Scanner.from_pretrained(cache=cache))
+        self._pipeline = Pipeline(retriever, self.answerer, top_k=self.settings.top_k)
         self.document_count = len(self._bank)
 
     @property
@@ -404,15 +407,22 @@ class Engine:
         if kept is not None:
             self.documents_bytes -= kept[1]
 
+    @property
+    def pipeline(self) -> Pipeline:
+        if self._pipeline is None:
+            raise RuntimeError("the engine has not started")
+        return self._pipeline
+
     def ask(
         self,
         question: str,
         doc_ids: Sequence[int],
         top_k: int,
         on_progress: Progress | None = None,
-    ) -> tuple[list[Evidence], list[Document]]:
-        """The top sentences for ``question`` over the documents, read in the order given;
-        a document read for the first time is encoded first, reporting its progress.
+    ) -> Found:
+        """The pipeline's evidence for ``question`` over the documents, read in the order
+        given, and its abstention judgement; a document read for the first time is encoded
+        first, reporting its progress. The answerer runs apart (``Pipeline.respond``).
 
         An encoding goes on after the caller's timeout (the vectors are cached for the
         next question) and stops only when the caller left; the scan itself is for this
@@ -422,8 +432,6 @@ class Engine:
             Abandoned: the caller left while a new document was being encoded, or gave up
                 before the scan.
         """
-        if self._retriever is None:
-            raise RuntimeError("the engine has not started")
 
         def progress(done: int, total: int) -> None:
             self.checkpoint(keeps=True)  # a long encoding stops here once its caller left
@@ -431,12 +439,10 @@ class Engine:
                 on_progress(done, total)
 
         documents = [self.document(doc_id) for doc_id in doc_ids]
-        for document in documents:
-            self.checkpoint(keeps=True)
-            self._retriever.scanner.sentence_vectors(document, on_progress=progress)
+        self.checkpoint(keeps=True)
+        self.pipeline.prepare(documents, progress)
         self.checkpoint()
-        evidence = self._retriever.retrieve(question, documents, top_k=top_k)
-        return cite_table_context(evidence, documents), documents
+        return self.pipeline.find(question, documents, top_k=top_k)
 
 
 def _consume(future: asyncio.Future[Any]) -> None:

@@ -157,10 +157,3 @@ def make_server(
         ws="none",  # no route is a WebSocket: an upgrade stays plain HTTP, under the guard
     )
     return uvicorn.Server(config)
-
-
-def serve(settings: ServiceSettings, port: int, log_level: str = "warning") -> None:
-    """Serve ``create_app(settings)`` on ``port`` until interrupted."""
-    from longscan.service.app import create_app
-
-    make_server(create_app(settings), settings, port, log_level).run()

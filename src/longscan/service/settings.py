@@ -55,7 +55,10 @@ class ServiceSettings:
         scan_timeout_s: How long a question may wait and run before it gets 504.
         max_queued: Questions waiting for the scanner beyond which new ones get 503.
         top_k: Evidence sentences returned when the request does not say.
-        llm: Answers with citations when set.
+        llm: An OpenAI-compatible server that answers, citing the evidence, when set.
+        answerer: Who answers from the evidence (``answering.answerers``): ``auto`` takes
+            ``llm`` when set, else the local instruct model when installed, else the
+            extractive reader; ``none`` returns evidence only.
         allowed_hosts: Host names accepted in the ``Host`` header besides the bound one
             (``trusted_hosts``); ``"*"`` accepts any, which gives up the defence against
             DNS rebinding.
@@ -80,6 +83,7 @@ class ServiceSettings:
     max_queued: int = 256
     top_k: int = 10
     llm: LLMConfig | None = None
+    answerer: str = "auto"
     allowed_hosts: tuple[str, ...] = ()
     cache_bytes: int = 256 * MIB
     max_reading: int = 16

@@ -40,7 +40,8 @@ def evidence_of(document: Document) -> list[Evidence]:
         ("Gustave Eiffel [0]", ["[0], which no evidence given has", "cites no evidence"]),
         ("Gustave Eiffel.", ["cites no evidence"]),
         ("It was built in 1887 [1].", ["1887: in no evidence it cites"]),
-        ("Napoleon Bonaparte, emperor and general [2].", ["most of its words"]),
+        ("Napoleon Bonaparte, emperor and general [2].", ["most of its key words"]),
+        ("Eiffel [2]. Paris, fair, capital, France and more words from elsewhere.", []),
         ("Gustave Eiffel [2, 9]", ["[9], which no evidence given has"]),
     ],
 )
@@ -67,10 +68,15 @@ def test_ask_shows_the_warnings_in_text_and_json(scripted, tmp_path: Path) -> No
     path.write_text(TOWER, encoding="utf-8")
     server, _ = scripted([(200, completion_body("It was built in 1887 [1]."), 0)] * 2)
     command = ["ask", str(path), "-q", "When was the tower built?", "-k", "3"]
-    env = {"LONGSCAN_LLM_URL": server.url, "LONGSCAN_LLM_MODEL": "scripted", "COLUMNS": "80"}
+    env = {
+        "LONGSCAN_LLM_URL": server.url,
+        "LONGSCAN_LLM_MODEL": "scripted",
+        "LONGSCAN_ANSWERER": "auto",  # a configured server answers first
+        "COLUMNS": "80",
+    }
     as_json = CliRunner().invoke(app, [*command, "--json"], env=env)
     reply = json.loads(as_json.stdout)
-    assert reply["answer"] == "It was built in 1887 [1]." and reply["abstained"] is False
-    assert reply["warnings"] == ["1887: in no evidence it cites"]
+    assert reply["answer"]["text"] == "It was built in 1887 [1]." and reply["abstained"] is False
+    assert reply["answer"]["warnings"] == ["1887: in no evidence it cites"]
     as_text = CliRunner().invoke(app, command, env=env)
     assert "unbacked: 1887: in no evidence it cites" in as_text.stdout

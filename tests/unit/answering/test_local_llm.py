@@ -40,22 +40,23 @@ def test_ask_with_llm_cites_evidence_by_offsets(
         app,
         ["ask", str(novel_path), "-q", "Who is late?", "-r", "bm25-sentence", "-k", "3",
          "--llm", local_llm_url, "--llm-model", LOCAL_MODEL_NAME, "--llm-config", str(config),
-         "--json"],
+         "--answerer", "llm", "--json"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
-    assert payload["answer"] is not None and payload["llm_error"] is None
+    answer = payload["answer"]
+    assert answer is not None and payload["llm_error"] is None
     text = novel_path.read_text(encoding="utf-8")
-    for citation in payload["citations"]:
+    for citation in answer["citations"]:
         assert text[citation["start"] : citation["end"]] == citation["text"]
     # The small model's replies are often malformed: whatever it wrote, a citation of a
     # number it was not given, or no citation at all, is flagged beside the answer.
-    numbers = {int(n) for n in re.findall(r"\[(\d+)(?=[\],;\s])", payload["answer"])}
-    flagged = " ".join(payload["warnings"])
-    for number in numbers - set(range(1, len(payload["evidence"]) + 1)):
+    numbers = {int(n) for n in re.findall(r"\[(\d+)(?=[\],;\s])", answer["text"])}
+    flagged = " ".join(answer["warnings"])
+    for number in numbers - set(range(1, len(answer["evidence"]) + 1)):
         assert f"[{number}]" in flagged
-    body = re.sub(r"\[[\d,;\s]+\]", " ", payload["answer"]).strip()
-    if body and not payload["citations"] and "NOT FOUND" not in body.upper():
+    body = re.sub(r"\[[\d,;\s]+\]", " ", answer["text"]).strip()
+    if body and not answer["citations"] and "NOT FOUND" not in body.upper():
         assert "cites no evidence" in flagged
 
 

@@ -26,7 +26,8 @@ def asked(novel_path: Path, question: str, *options: str) -> dict:
     result = CliRunner().invoke(
         app,
         ["ask", str(novel_path), "-q", question, "--json", "-k", "3", *options],
-        env={"LONGSCAN_LLM_URL": "http://127.0.0.1:9/v1"},  # an LLM that would fail if asked
+        # an LLM that would fail if asked, which `auto` prefers to every other answerer
+        env={"LONGSCAN_LLM_URL": "http://127.0.0.1:9/v1", "LONGSCAN_ANSWERER": "auto"},
     )  # fmt: skip
     return {"exit_code": result.exit_code, **json.loads(result.stdout)}
 
@@ -108,7 +109,8 @@ def test_a_short_html_page_that_names_the_keeper_is_answered(tmp_path: Path) -> 
     )
     reply = asked(path, "Who was the keeper?")
     assert reply["abstained"] is False and reply["llm_error"]  # answered: the LLM was asked
-    assert "Oswin Tarrow" in reply["evidence"][0]["text"]
+    best = max(reply["evidence"], key=lambda item: item["score"])  # listed in document order
+    assert "Oswin Tarrow" in best["text"]
 
 
 def test_no_evidence_abstains_and_a_bad_threshold_is_refused(tmp_path: Path) -> None:

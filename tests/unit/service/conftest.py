@@ -54,7 +54,11 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def service(data_dir: Path) -> Iterator[tuple[FastAPI, TestClient]]:
     settings = ServiceSettings(
-        data_dir, api_key=API_KEY, max_upload_bytes=MAX_UPLOAD_BYTES, cache_bytes=CACHE_BYTES
+        data_dir,
+        api_key=API_KEY,
+        max_upload_bytes=MAX_UPLOAD_BYTES,
+        cache_bytes=CACHE_BYTES,
+        answerer="none",  # evidence only: the answerers have tests of their own
     )
     app = create_app(settings)
     headers = {"X-API-Key": API_KEY}

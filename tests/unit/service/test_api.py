@@ -282,7 +282,7 @@ def test_a_short_request_timeout_still_starts_and_reports_the_worker(
 ) -> None:
     """``serve --timeout 3`` must start: loading the scanner takes longer than any request
     may, and it is no request."""
-    app = create_app(ServiceSettings(tmp_path, scan_timeout_s=0.01))
+    app = create_app(ServiceSettings(tmp_path, scan_timeout_s=0.01, answerer="none"))
     with TestClient(app, base_url=base_url) as client:
         health = client.get("/api/health").json()
     assert health["status"] == "ok"
@@ -485,7 +485,7 @@ def test_a_timed_out_question_keeps_its_encoding_for_the_next(
     question's encoding goes on, and the next question finds the document encoded."""
     app, client = service
     engine = app.state.engine
-    scanner = engine._retriever.scanner
+    scanner = engine.pipeline.retriever.scanner
     encode = scanner.sentence_vectors
     timed_out = threading.Event()
 

@@ -18,7 +18,11 @@ from longscan.service import ServiceSettings, create_app
 KEY = "schema-key"
 DATA_DIR = Path(tempfile.mkdtemp(prefix="longscan-schema-"))
 SETTINGS = ServiceSettings(
-    DATA_DIR, api_key=KEY, max_upload_bytes=256 * 1024, allowed_hosts=("testserver",)
+    DATA_DIR,
+    api_key=KEY,
+    max_upload_bytes=256 * 1024,
+    allowed_hosts=("testserver",),
+    answerer="none",
 )  # schemathesis calls the app by the test client's name
 APP = create_app(SETTINGS)
 schema = schemathesis.openapi.from_asgi(  # parametrize needs it at import

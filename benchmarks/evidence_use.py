@@ -1,0 +1,236 @@
+"""Evidence use: how well an answerer answers from each retriever's evidence.
+
+    python benchmarks/evidence_use.py [--sets hotpotqa-long,musique-long,...] \
+        [--rows scanner,bm25-chunk,oracle,none,...] [--budgets 300,1000] [--items N] \
+        [--answerer local|llm|extractive] [--llm URL --llm-model NAME] [--out DIR]
+
+Every row reads the same items of each development set. A retrieval row hands the answerer
+the retriever's best units in a word budget (``longscan.pipeline.Pipeline``, no
+abstention: every question is answered); ``oracle`` hands it the gold sentences in the same
+budget (what the answerer can do with the right evidence), ``none`` asks it with no evidence
+(what it knows alone). Besides each generative answer, the extractive reader reads the same
+evidence, so its EM/F1 stand beside the model's SubEM/F1. Answers are kept in
+``DIR/answers.jsonl``, keyed by set, item, row, budget, answerer and prompt version, so an
+interrupted run resumes and a rerun asks nothing again. Prints one table per set with
+SubEM, token F1, the reader's EM/F1, seconds and tokens per question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from longscan.answering.answerers import Answerer, ExtractiveAnswerer, get_answerer
+from longscan.answering.llm import resolve_config
+from longscan.answering.pipelines import Answer
+from longscan.answering.prompts import ANSWER_CLOSED_BOOK, versions
+from longscan.bench.builders import build_benchmark
+from longscan.bench.items import QAItem
+from longscan.evaluation.answers import exact_match, sub_em, token_f1
+from longscan.pipeline import Found, Pipeline
+from longscan.progress import track
+from longscan.retrievers import get_retriever
+from longscan.retrievers.simple import OracleRetriever
+
+SETS = {  # development sets and their built length in words (L-Eval and Loong keep theirs)
+    "hotpotqa-long": 20_000,
+    "musique-long": 20_000,
+    "squad-long": 50_000,
+    "loong": 0,
+    "leval-financial": 0,
+}
+_CITATION = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")
+ROWS = ("scanner", "bm25-chunk", "dense-chunk", "hybrid-sentence", "rerank", "oracle", "none")
+
+
+def answers_of(item: QAItem, text: str) -> dict[str, float]:
+    return {"subem": sub_em(text, item.answers), "f1": token_f1(text, item.answers)}
+
+
+def strip_citations(text: str) -> str:
+    """The answer without its ``[n]`` citations, which no reference answer holds."""
+    return _CITATION.sub(" ", text).strip()
+
+
+class Store:
+    """The answers made so far, one JSON line each, by key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: dict[str, dict[str, Any]] = {}
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                record = json.loads(line)
+                self.records[record["key"]] = record
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.records[record["key"]] = record
+        with self.path.open("a", encoding="utf-8") as file:
+            file.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def closed_book(answerer: Answerer, item: QAItem) -> Answer:
+    """The answerer's answer with no evidence (a chat model only)."""
+    chat = getattr(answerer, "chat", None)
+    if chat is None:
+        raise ValueError(f"{answerer.name} cannot answer without evidence")
+    completion = chat.chat(ANSWER_CLOSED_BOOK.messages(question=item.query))
+    return Answer(
+        completion.text,
+        answerer=answerer.name,
+        tokens={"prompt": completion.prompt_tokens, "completion": completion.completion_tokens},
+    )
+
+
+def found_for(row: str, item: QAItem, pipelines: dict[str, Pipeline]) -> Found:
+    started = time.perf_counter()
+    found = pipelines[row].find(item.query, item.documents)
+    found.seconds = {"retrieve": time.perf_counter() - started}
+    return found
+
+
+def run_set(
+    name: str,
+    rows: list[str],
+    budgets: list[int],
+    items: list[QAItem],
+    answerer: Answerer,
+    reader: ExtractiveAnswerer,
+    store: Store,
+) -> Iterator[dict[str, Any]]:
+    """Every (row, budget, item) record of one set, asked when not stored yet."""
+    tag = f"{answerer.name}|{json.dumps(versions(), sort_keys=True)}"
+    for budget in budgets:
+        pipelines = {
+            row: Pipeline(
+                OracleRetriever(items) if row == "oracle" else get_retriever(row),
+                None,
+                top_k=None,
+                budget_words=budget,
+                abstain=False,
+            )
+            for row in rows
+            if row != "none"
+        }
+        for row in rows:
+            if row == "none" and budget != budgets[0]:
+                continue  # no evidence: the budget changes nothing
+            for item in track(items, f"{name} {row} {budget} words"):
+                key = f"{name}|{item.id}|{row}|{budget}|{tag}"
+                if key not in store.records:
+                    store.add(ask(key, name, row, budget, item, answerer, reader, pipelines))
+                yield store.records[key]
+
+
+def ask(
+    key: str,
+    name: str,
+    row: str,
+    budget: int,
+    item: QAItem,
+    answerer: Answerer,
+    reader: ExtractiveAnswerer,
+    pipelines: dict[str, Pipeline],
+) -> dict[str, Any]:
+    """One question's record: the generative answer and the reader's, with their scores."""
+    record: dict[str, Any] = {"key": key, "set": name, "item": item.id, "row": row}
+    record["budget"] = budget
+    if row == "none":
+        started = time.perf_counter()
+        answer = closed_book(answerer, item)
+        record.update(seconds=time.perf_counter() - started, retrieve_seconds=0.0)
+        record.update(text=answer.text, tokens=answer.tokens, words=0)
+        record.update(answers_of(item, answer.text))
+        return record
+    found = found_for(row, item, pipelines)
+    record["retrieve_seconds"] = found.seconds["retrieve"]
+    record["words"] = sum(len(e.text.split()) for e in found.evidence)
+    evidence, documents = found.evidence, found.documents
+    started = time.perf_counter()
+    answer = answerer.answer(item.query, evidence, documents) if evidence else None
+    record["seconds"] = time.perf_counter() - started
+    text = "" if answer is None else strip_citations(answer.text)
+    record.update(text=text, tokens={} if answer is None else answer.tokens)
+    record.update(answers_of(item, text))
+    extracted = reader.answer(item.query, evidence, documents) if evidence else None
+    span = "" if extracted is None or extracted.span is None else extracted.span.text
+    record.update(reader_text=span, reader_em=exact_match(span, item.answers))
+    record["reader_f1"] = token_f1(span, item.answers)
+    return record
+
+
+def table(name: str, records: list[dict[str, Any]], rows: list[str], budgets: list[int]) -> str:
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[(record["row"], record["budget"])].append(record)
+    lines = [
+        f"### {name}",
+        "",
+        "| row | words | n | SubEM | F1 | reader EM | reader F1 | answer s/q | retrieve s/q "
+        "| prompt tok/q | completion tok/q |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for budget in budgets:
+        for row in rows:
+            group = groups.get((row, budget if row != "none" else budgets[0]), [])
+            if not group or (row == "none" and budget != budgets[0]):
+                continue
+            n = len(group)
+
+            def mean(field: str, group: list[dict[str, Any]] = group) -> float:
+                return sum(r.get(field, 0.0) for r in group) / len(group)
+
+            def tokens(kind: str, group: list[dict[str, Any]] = group) -> float:
+                return sum(r["tokens"].get(kind, 0) for r in group) / len(group)
+
+            reader = (
+                f"{100 * mean('reader_em'):.1f} | {100 * mean('reader_f1'):.1f}"
+                if row != "none"
+                else "— | —"
+            )
+            lines.append(
+                f"| {row} | {budget if row != 'none' else 0} | {n} | {100 * mean('subem'):.1f} "
+                f"| {100 * mean('f1'):.1f} | {reader} | {mean('seconds'):.2f} "
+                f"| {mean('retrieve_seconds'):.2f} | {tokens('prompt'):.0f} "
+                f"| {tokens('completion'):.0f} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", default="hotpotqa-long,musique-long")
+    parser.add_argument("--rows", default="scanner,bm25-chunk,oracle,none")
+    parser.add_argument("--budgets", default="300")
+    parser.add_argument("--items", type=int, default=None, help="First N items of each set.")
+    parser.add_argument("--answerer", default="local", choices=("local", "llm", "extractive"))
+    parser.add_argument("--llm", default=None, help="An OpenAI-compatible server's URL.")
+    parser.add_argument("--llm-model", default=None)
+    parser.add_argument("--out", type=Path, default=Path("runs/evidence-use"))
+    args = parser.parse_args()
+    rows = args.rows.split(",")
+    unknown = set(rows) - set(ROWS)
+    if unknown:
+        parser.error(f"unknown rows {sorted(unknown)}; use {', '.join(ROWS)}")
+    budgets = [int(b) for b in args.budgets.split(",")]
+    args.out.mkdir(parents=True, exist_ok=True)
+    store = Store(args.out / "answers.jsonl")
+    answerer = get_answerer(args.answerer, resolve_config(args.llm, args.llm_model))
+    assert answerer is not None
+    reader = ExtractiveAnswerer()
+    for name in args.sets.split(","):
+        words = SETS[name]
+        items = build_benchmark(name, "dev", words or 20_000, max_items=args.items)
+        records = list(run_set(name, rows, budgets, items, answerer, reader, store))
+        print(table(f"{name} ({len(items)} items, {answerer.name})", records, rows, budgets))
+        print(flush=True)
+
+
+if __name__ == "__main__":
+    main()

