@@ -5,8 +5,8 @@ a second copy of its weights: ``adapter.safetensors`` beside a ``config.json`` t
 base model, the package version and the weights' SHA-256. Loading checks all three, then
 merges each update into a copy of the packaged weights (``W + B @ A * alpha / r``), so
 inference costs exactly a plain pass of the base model and needs no ``peft``. The
-cross-encoder re-scorer and the fine-tuned bi-encoder (over MiniLM) and CFIC's reader (over
-Gemma 3 270M) are read this way.
+cross-encoder re-scorer, the extractive reader and the fine-tuned bi-encoder (over MiniLM)
+and CFIC's reader (over Gemma 3 270M) are read this way.
 """
 
 from __future__ import annotations
@@ -145,8 +145,9 @@ def save_adapter(
 
 def adapter_tensors(model: Any) -> dict[str, Any]:
     """The trainable tensors of a peft-wrapped model under plain names:
-    ``<linear>.lora_A`` ``(r, in)``, ``<linear>.lora_B`` ``(out, r)`` and, for a
-    cross-encoder, ``classifier.weight`` ``(1, d)`` and ``classifier.bias`` ``(1,)``."""
+    ``<linear>.lora_A`` ``(r, in)``, ``<linear>.lora_B`` ``(out, r)`` and a fresh head's
+    ``<head>.weight`` and ``<head>.bias`` (a cross-encoder's ``classifier``, the extractive
+    reader's ``qa_outputs``)."""
     result = {}
     for name, parameter in model.named_parameters():
         if not parameter.requires_grad:
@@ -159,9 +160,9 @@ def adapter_tensors(model: Any) -> dict[str, Any]:
     return result
 
 
-def merge_adapter(model: Any, adapter: Adapter, path: Path) -> None:
-    """Add each low-rank update to its linear layer and load the head (if ``model`` has
-    one), in place.
+def merge_adapter(model: Any, adapter: Adapter, path: Path, head: str = HEAD) -> None:
+    """Add each low-rank update to its linear layer and load the head (the layer named
+    ``head``, if ``model`` has one), in place.
 
     Raises:
         AdapterError: a tensor names no layer of ``model`` or has the wrong shape.
@@ -174,7 +175,7 @@ def merge_adapter(model: Any, adapter: Adapter, path: Path) -> None:
     expected = set()
     with torch.no_grad():
         for name, module in layers.items():
-            if not isinstance(module, torch.nn.Linear) or name == HEAD:
+            if not isinstance(module, torch.nn.Linear) or name == head:
                 continue
             if name.split(".")[-1] in config.target_modules:
                 expected.update((f"{name}.lora_A", f"{name}.lora_B"))
@@ -184,14 +185,14 @@ def merge_adapter(model: Any, adapter: Adapter, path: Path) -> None:
                 if a.shape != (config.rank, module.in_features):
                     raise AdapterError(f"{path}: {name}.lora_A has shape {tuple(a.shape)}")
                 module.weight += ((b @ a) * scaling).to(module.weight)
-        if HEAD in layers:
+        if head in layers:
             for key in ("weight", "bias"):
-                value = tensors.get(f"{HEAD}.{key}")
-                target = getattr(layers[HEAD], key)
+                value = tensors.get(f"{head}.{key}")
+                target = getattr(layers[head], key)
                 if value is None or value.shape != target.shape:
-                    raise AdapterError(f"{path}: {HEAD}.{key} is missing or mis-shaped")
+                    raise AdapterError(f"{path}: {head}.{key} is missing or mis-shaped")
                 target.copy_(value)
-                expected.add(f"{HEAD}.{key}")
+                expected.add(f"{head}.{key}")
     unknown = set(tensors) - expected
     if unknown:
         raise AdapterError(f"{path}: tensors that fit no layer: {sorted(unknown)[:3]}")

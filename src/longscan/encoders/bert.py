@@ -327,6 +327,28 @@ def onnx_export(
     return built_once(path, lambda target: _export(target, quantized, adapter), "ONNX encoder")
 
 
+def adapter_onnx(
+    name: str,
+    digest: str,
+    max_length: int,
+    export: Callable[[Path], None],
+    cache_dir: Path | None = None,
+) -> Path:
+    """The ONNX file of MiniLM with a shipped adapter and head merged (``name`` says which
+    model: the re-scorer, the extractive reader), traced by ``export`` on first use and then
+    read from the cache; its name covers the weights package, the adapter's SHA-256
+    (``digest``), the pieces read per input and the onnxruntime version."""
+    parts = [
+        name,
+        metadata.version(WEIGHTS_PACKAGE),
+        digest[:16],
+        f"len{max_length}",
+        "ort" + metadata.version("onnxruntime"),
+    ]
+    path = (cache_dir or default_cache_dir()) / "onnx" / ("-".join(parts) + ".onnx")
+    return built_once(path, export, f"ONNX {name}")
+
+
 def _export(path: Path, quantized: bool, adapter: Path | None) -> None:
     """Trace the PyTorch model to ONNX at ``path`` (and quantise it)."""
     import torch

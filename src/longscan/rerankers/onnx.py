@@ -12,7 +12,6 @@ float32 (tested).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -20,13 +19,12 @@ import numpy as np
 from longscan.documents import Document
 from longscan.encoders.adapter import AdapterConfig, checked_adapter_config
 from longscan.encoders.bert import (
-    WEIGHTS_PACKAGE,
+    adapter_onnx,
     default_threads,
     onnx_session,
     packaged_model_dir,
     trace_bert,
 )
-from longscan.encoders.cache import built_once, default_cache_dir
 from longscan.rerankers.cross_encoder import PACKAGED, query_tail, sentence_in_context
 
 REBUILD = "longscan train-reranker"
@@ -44,15 +42,13 @@ def _exported(
     directory: Path, config: AdapterConfig, digest: str, cache_dir: Path | None = None
 ) -> Path:
     """``onnx_cross_encoder`` for an adapter already checked (its weights hashed once)."""
-    parts = [
+    return adapter_onnx(
         "cross-minilm",
-        metadata.version(WEIGHTS_PACKAGE),
-        digest[:16],
-        f"len{config.max_length}",
-        "ort" + metadata.version("onnxruntime"),
-    ]
-    path = (cache_dir or default_cache_dir()) / "onnx" / ("-".join(parts) + ".onnx")
-    return built_once(path, lambda target: _export(target, directory), "ONNX cross-encoder")
+        digest,
+        config.max_length,
+        lambda target: _export(target, directory),
+        cache_dir,
+    )
 
 
 def _export(path: Path, directory: Path) -> None:
