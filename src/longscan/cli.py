@@ -1671,6 +1671,51 @@ def _run_qa(
     )  # fmt: skip
 
 
+@app.command(name="train-reader")
+def train_reader_command(
+    out: Annotated[Path, typer.Option(help="Adapter folder to write.")],
+    squad: Annotated[
+        int, typer.Option(min=0, help="SQuAD training questions (the split holds 5,339).")
+    ] = 6000,
+    hotpotqa: Annotated[
+        int | None, typer.Option(min=0, help="HotpotQA training questions (default: all).")
+    ] = None,
+    musique: Annotated[
+        int | None, typer.Option(min=0, help="MuSiQue training questions (default: all).")
+    ] = None,
+    max_windows: Annotated[
+        int | None,
+        typer.Option(min=1, help="Training windows, drawn at random (default: all)."),
+    ] = None,
+    epochs: Annotated[float, typer.Option(min=0.01)] = 1.0,
+    batch_size: Annotated[int, typer.Option(min=1)] = 16,
+    lr: Annotated[float, typer.Option(min=0.0)] = 4e-4,
+    seed: Annotated[int, typer.Option()] = 0,
+    threads: Annotated[int, typer.Option(min=1, help="torch threads.")] = 2,
+    verbose: Verbose = False,
+) -> None:
+    """Fine-tune the extractive reader (a LoRA adapter and a span head over the packaged
+    MiniLM) on the shared datasets' train splits: each question read with its gold sentences
+    among distractor sentences, or with answerless sentences only; then score it on the
+    development sets, with the scores written into its model card."""
+    _setup_logging(verbose)
+    import torch
+
+    from longscan.training.reader import ReaderTrainConfig, run_reader_training
+
+    torch.set_num_threads(threads)
+    limits = {"squad": squad, "hotpotqa": hotpotqa, "musique": musique}
+    sources = {name: limit for name, limit in limits.items() if limit != 0}
+    config = ReaderTrainConfig(epochs, batch_size, lr, seed=seed, max_windows=max_windows)
+    try:
+        report = run_reader_training(out, sources, config)
+    except (ValueError, FileNotFoundError, ImportError) as error:
+        raise _fail(str(error)) from None
+    summary = {k: report[k] for k in ("windows", "steps", "initial_loss", "final_loss")}
+    console.print_json(json.dumps({**summary, "seconds_total": report["seconds_total"]}))
+    console.print(f"wrote {out}", highlight=False)
+
+
 def main() -> None:
     app()
 
