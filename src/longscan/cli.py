@@ -168,6 +168,12 @@ LLMUrl = Annotated[str | None, LLM_URL_OPTION]
 LLMModel = Annotated[str | None, LLM_MODEL_OPTION]
 LLMConfigFile = Annotated[Path | None, LLM_CONFIG_OPTION]
 LocalLLM = Annotated[bool, typer.Option("--local", help="Start the small local model and use it.")]
+HotpotQAQuestions = Annotated[
+    int | None, typer.Option(min=0, help="HotpotQA training questions (default: all).")
+]
+MuSiQueQuestions = Annotated[
+    int | None, typer.Option(min=0, help="MuSiQue training questions (default: all).")
+]
 AnswererName = Annotated[
     str,
     typer.Option(
@@ -879,12 +885,8 @@ def train_encoder_command(
 def train_reranker_command(
     out: Annotated[Path, typer.Option(help="Adapter folder to write.")],
     squad: Annotated[int, typer.Option(min=0, help="SQuAD training questions.")] = 2000,
-    hotpotqa: Annotated[
-        int | None, typer.Option(min=0, help="HotpotQA training questions (default: all).")
-    ] = None,
-    musique: Annotated[
-        int | None, typer.Option(min=0, help="MuSiQue training questions (default: all).")
-    ] = None,
+    hotpotqa: HotpotQAQuestions = None,
+    musique: MuSiQueQuestions = None,
     epochs: Annotated[float, typer.Option(min=0.01)] = 1.0,
     batch_size: Annotated[int, typer.Option(min=1)] = 32,
     lr: Annotated[float, typer.Option(min=0.0)] = 3e-4,
@@ -1677,12 +1679,8 @@ def train_reader_command(
     squad: Annotated[
         int, typer.Option(min=0, help="SQuAD training questions (the split holds 5,339).")
     ] = 6000,
-    hotpotqa: Annotated[
-        int | None, typer.Option(min=0, help="HotpotQA training questions (default: all).")
-    ] = None,
-    musique: Annotated[
-        int | None, typer.Option(min=0, help="MuSiQue training questions (default: all).")
-    ] = None,
+    hotpotqa: HotpotQAQuestions = None,
+    musique: MuSiQueQuestions = None,
     max_windows: Annotated[
         int | None,
         typer.Option(min=1, help="Training windows, drawn at random (default: all)."),
