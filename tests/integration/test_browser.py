@@ -93,7 +93,9 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The real app under uvicorn on a free loopback port, in a thread."""
     import uvicorn
 
-    app = create_app(ServiceSettings(tmp_path_factory.mktemp("browser-service"), answerer="none"))
+    app = create_app(
+        ServiceSettings(tmp_path_factory.mktemp("browser-service"), answerer="extractive")
+    )
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -127,6 +129,13 @@ def test_upload_ask_highlight_and_step_through_hits(
         page.fill("#question", QUESTION)
         page.click("#ask-button")
         page.wait_for_selector("body[data-state=answered]", timeout=ANSWER_TIMEOUT_MS)
+
+        # the extracted answer is shown, and marked where it stands inside its hit
+        expect(page.locator("#answer-box")).to_be_visible()
+        marked = page.locator("mark.hit.answer")
+        assert marked.count() >= 1
+        span = words(" ".join(marked.all_inner_texts()))
+        assert span and span in words(page.locator("#answer").inner_text())
 
         active = page.locator("mark.hit.active")
         assert EVIDENCE in words(active.first.inner_text())

@@ -316,9 +316,9 @@ class ExtractiveReader:
 
 
 @cache
-def get_reader() -> ExtractiveReader:
-    """The packaged reader, loaded once per process."""
-    return ExtractiveReader()
+def get_reader(threshold: float = 0.0) -> ExtractiveReader:
+    """The packaged reader at ``threshold``, loaded once per process and threshold."""
+    return ExtractiveReader(threshold=threshold)
 
 
 __all__ = ["ExtractiveReader", "Span", "get_reader", "join_evidence"]

@@ -128,12 +128,14 @@ function fillBlock(block) {
   // The block's text once, in document order, whatever the order and overlap of its hits
   // (they come best first): it is cut at every hit's edge, and each piece covered by hits
   // is one mark, drawn as the best of them and listing them all in `data-hits`. The active
-  // hit's context (a table row's title, column header and group) is marked `context`.
+  // hit's context (a table row's title, column header and group) is marked `context`, and
+  // an extractive answer's span inside its hit `answer`.
   const overlaps = (range) => range.to > block.start && range.from < block.end;
   const inside = state.hits.filter(overlaps).sort((a, b) => a.from - b.from || a.rank - b.rank);
   const context = activeContext().filter(overlaps);
+  const answer = answerSpan().filter(overlaps);
   const cuts = new Set([block.start, block.end]);
-  for (const range of [...inside, ...context]) {
+  for (const range of [...inside, ...context, ...answer]) {
     cuts.add(Math.max(range.from, block.start));
     cuts.add(Math.min(range.to, block.end));
   }
@@ -161,6 +163,7 @@ function fillBlock(block) {
     const mark = document.createElement("mark");
     mark.className = ranks.includes(state.active) ? "hit active" : "hit";
     if (inContext) mark.classList.add("context");
+    if (answer.some(covers)) mark.classList.add("answer");
     mark.dataset.hit = best.rank;
     mark.dataset.hits = ranks.join(" ");
     mark.dataset.start = best.start;
@@ -223,6 +226,14 @@ function blockOf(hit) {
     if (state.blocks[middle].start <= hit.from) low = middle; else high = middle - 1;
   }
   return low;
+}
+
+function answerSpan() {
+  // The extractive answer's span in this document, in units (none for a generated answer).
+  const span = state.answer && state.answer.span;
+  return span && span.doc_id === state.docId
+    ? [{ from: toUnits(span.start), to: toUnits(span.end) }]
+    : [];
 }
 
 function activeContext() {
@@ -339,8 +350,8 @@ async function ask(question) {
       progress.value = done;
       setStatus(`reading the document: ${done.toLocaleString()} of ${total.toLocaleString()} sentences`);
     });
+    showAnswer(result.answer);  // first: the hits are drawn with the answer's span marked
     setHits(result.evidence);
-    showAnswer(result.answer);
     if (state.hits.length) goTo(0);
     if (result.abstained) {  // the re-scorer judged no evidence an answer: say so first
       setStatus(`No evidence found; the ${state.hits.length} closest sentences are shown `
