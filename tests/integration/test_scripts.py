@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import subprocess
@@ -185,3 +186,42 @@ def test_core_dependencies_are_ranges_and_setup_pins_inside_them() -> None:
         (version,) = [s.version for s in pin.specifier]
         if pin.name in core:
             assert core[pin.name].specifier.contains(version), (pin, core[pin.name])
+
+
+# ------------------------------------------------------------------ the main command's answer
+
+
+def demo_question() -> str:
+    """The question the README's main command asks by default (scripts/demo.sh)."""
+    script = (ROOT / "scripts" / "demo.sh").read_text(encoding="utf-8")
+    match = re.search(r'^DEFAULT_QUESTION="(.+)"$', script, re.M)
+    assert match is not None, "demo.sh sets no DEFAULT_QUESTION"
+    return match.group(1)
+
+
+def test_the_main_command_prints_an_answer_with_citations(monkeypatch, novel_path) -> None:
+    """What `bash scripts/demo.sh` runs, with nothing configured: the default answerer
+    (`auto`) answers, and each citation names a place in the novel whose text is there."""
+    from typer.testing import CliRunner
+
+    from longscan.cli import app
+
+    monkeypatch.delenv("LONGSCAN_ANSWERER", raising=False)  # the default, as a user has it
+    for name in ("LONGSCAN_LLM_URL", "LONGSCAN_LLM_MODEL", "LONGSCAN_LLM_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(novel_path.parent / "no-config"))
+    command = ["ask", str(novel_path), "-q", demo_question()]
+    result = CliRunner().invoke(app, command, env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    answer = re.search(r"^Answer \((?P<model>[^)]+)\): (?P<text>.+)$", result.stdout, re.M)
+    assert answer is not None, result.stdout
+    assert re.search(r"\bsix\b|\b6\b", answer.group("text"), re.I), answer.group("text")
+    flat = " ".join(result.stdout.split())  # a narrow terminal wraps long lines
+    assert "cites: " in flat and "cites: nothing" not in flat, result.stdout
+    text = novel_path.read_text(encoding="utf-8")
+    as_json = CliRunner().invoke(app, [*command, "--json"], env={"COLUMNS": "80"})
+    reply = json.loads(as_json.stdout)["answer"]
+    assert reply["citations"], reply
+    for citation in reply["citations"]:
+        assert text[citation["start"] : citation["end"]] == citation["text"]
+        assert f"chars {citation['start']}–{citation['end']}" in flat

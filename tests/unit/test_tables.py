@@ -130,14 +130,14 @@ def test_a_row_given_as_evidence_is_shown_to_the_answerer_with_its_table(
         [unit(row), unit(row + 1), unit(row, filing.sentences[row + 1][1]), unit(prose)],
         [filing],
     ).splitlines()
-    assert row_line.startswith(
-        f"[1] ({filing.id}) {' '.join(texts[row].split())} {{CONDENSED CONSOLIDATED"
+    assert row_line.startswith(  # one document: lines carry no document label
+        f"[1] {' '.join(texts[row].split())} {{CONDENSED CONSOLIDATED"
     )
     assert row_line.endswith("| Cost of sales:}") and "2025" in row_line
     assert filing.row_context[row + 1] == filing.row_context[row]
     assert "{" not in next_row_line  # the same table, said once
     assert "{" not in chunk_line and "{" not in prose_line  # a chunk, and prose, get none
-    assert format_evidence([unit(row)]) == f"[1] ({filing.id}) {' '.join(texts[row].split())}"
+    assert format_evidence([unit(row)]) == f"[1] {' '.join(texts[row].split())}"
 
 
 def test_a_ranked_row_brings_its_context_units_once_with_exact_offsets(

@@ -135,12 +135,17 @@ def evidence_lines(evidence: Sequence[Evidence], documents: Sequence[Document]) 
 
 
 def format_evidence(evidence: Sequence[Evidence], documents: Sequence[Document] = ()) -> str:
-    """``[n] (document id) text`` lines; n is what the answer cites. A table row of one of
-    ``documents`` is followed by its ``table_context`` in braces, unless the line above gave
-    the same one (rows of one table in document order)."""
+    """``[n] (document id) text`` lines; n is what the answer cites. The document id is left
+    out when all the evidence comes from one document (a path's dozen tokens per line would
+    cost a local model seconds and tell it nothing). A table row of one of ``documents`` is
+    followed by its ``table_context`` in braces, unless the line above gave the same one
+    (rows of one table in document order)."""
     lines = evidence_lines(evidence, documents)
-    numbered = enumerate(zip(evidence, lines, strict=True), start=1)
-    return "\n".join(f"[{n}] ({item.doc_id}) {line}" for n, (item, line) in numbered)
+    labelled = len({item.doc_id for item in evidence}) > 1
+    return "\n".join(
+        f"[{n}] ({item.doc_id}) {line}" if labelled else f"[{n}] {line}"
+        for n, (item, line) in enumerate(zip(evidence, lines, strict=True), start=1)
+    )
 
 
 def cited_numbers(text: str) -> list[int]:

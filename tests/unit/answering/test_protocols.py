@@ -53,6 +53,7 @@ def test_evidence_goes_in_document_order_and_citations_map_to_offsets() -> None:
     ordered = in_document_order(evidence, documents)
     assert [(e.doc_id, e.start) for e in ordered] == [("a", 0), ("b", 0), ("b", 10)]
     assert format_evidence(ordered).splitlines()[1] == "[2] (b) Beta one."
+    assert format_evidence(ordered[1:]).splitlines()[0] == "[1] Beta one."  # one document
     cited = parse_citations("Beta [3], see also [1, 2] and [2][9].", ordered)
     assert [(c.doc_id, c.start, c.end) for c in cited] == [("b", 10, 19), ("a", 0, 10), ("b", 0, 9)]
     assert all(documents[c.doc_id == "b"].text[c.start : c.end] == c.text for c in cited)
