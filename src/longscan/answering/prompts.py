@@ -33,14 +33,13 @@ class Prompt:
 
 ANSWER_WITH_EVIDENCE = Prompt(
     "answer-with-evidence",
-    3,
+    4,
     "You answer questions about long documents using only the numbered evidence given. "
-    "Give the answer itself as a short phrase or one sentence, with no explanation, and "
-    "cite the evidence it comes from by number in square brackets, e.g. [3] or [2][5]. "
-    "A table row is followed by its table's title, column header and row group in braces. "
-    "If the evidence does not contain the answer, reply exactly: NOT FOUND.",
-    "Evidence (in document order):\n{evidence}\n\nQuestion: {question}\n\n"
-    "Answer (a short phrase with its evidence numbers):",
+    "Reply with the answer itself, as short as it can be (a name, a number, a date, yes or "
+    "no), followed by the numbers of the evidence it comes from in square brackets, e.g. "
+    "[3] or [2][5]. A table row is followed by its table's title, column header and row "
+    "group in braces.",
+    "Evidence (in document order):\n{evidence}\n\nQuestion: {question}\n\nAnswer:",
 )
 
 ANSWER_CLOSED_BOOK = Prompt(
