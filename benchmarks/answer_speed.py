@@ -1,0 +1,126 @@
+"""Time to an answer once the question is scanned, for each answerer and local runtime.
+
+    python benchmarks/answer_speed.py [--items 5] [--budgets 300,1000] \
+        [--runtimes gpt4all,llama-cpp-python]
+
+The first ``--items`` HotpotQA-long development questions are scanned first (not timed);
+then each answerer answers from the scanner's evidence at each word budget, and the wall
+time of that step alone is kept: the extractive reader (ONNX Runtime), and the local
+instruct model through each runtime named: ``gpt4all`` (the prebuilt llama.cpp that
+``longscan[answerer]`` installs) and ``llama-cpp-python`` (llama.cpp compiled on this
+machine by ``pip``; only when installed), both greedy on the same ChatML prompt, so they
+also show whether the two builds give the same answers. Prints median and maximum seconds,
+prompt tokens and the share of answers equal to the first runtime's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+from longscan.answering.answerers import ExtractiveAnswerer
+from longscan.answering.inprocess import MAX_ANSWER_TOKENS, PROMPT_BATCH, InProcessChat, chatml
+from longscan.answering.llm import Completion, Message
+from longscan.answering.local import QUESTION_WRITER
+from longscan.answering.pipelines import answer_with_evidence
+from longscan.bench.builders import build_benchmark
+from longscan.pipeline import Found, Pipeline
+
+
+class CompiledChat:
+    """The same model and prompt through llama-cpp-python (a llama.cpp built by pip)."""
+
+    def __init__(self) -> None:
+        from llama_cpp import Llama
+
+        self.model = Llama(
+            str(QUESTION_WRITER.path()),
+            n_ctx=8192,
+            n_batch=PROMPT_BATCH,
+            n_threads=os.cpu_count() or 1,
+            verbose=False,
+        )
+
+    def chat(self, messages: Sequence[Message], max_tokens: int | None = None) -> Completion:
+        started = time.perf_counter()
+        reply = self.model.create_completion(
+            chatml(messages),
+            max_tokens=max_tokens or MAX_ANSWER_TOKENS,
+            temperature=0.0,
+            top_k=1,
+            repeat_penalty=1.0,
+            stop=["<|im_end|>"],
+        )
+        usage = reply["usage"]
+        return Completion(
+            reply["choices"][0]["text"].strip(),
+            usage["prompt_tokens"],
+            usage["completion_tokens"],
+            time.perf_counter() - started,
+        )
+
+
+def timed(answer: Callable[[], object]) -> tuple[float, object]:
+    started = time.perf_counter()
+    result = answer()
+    return time.perf_counter() - started, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=5)
+    parser.add_argument("--budgets", default="300,1000")
+    parser.add_argument("--runtimes", default="gpt4all,llama-cpp-python")
+    args = parser.parse_args()
+    items = build_benchmark("hotpotqa-long", "dev", 20_000, max_items=args.items)
+    budgets = [int(b) for b in args.budgets.split(",")]
+    found: dict[tuple[int, str], Found] = {}
+    for budget in budgets:
+        pipeline = Pipeline("scanner", None, top_k=None, budget_words=budget, abstain=False)
+        for item in items:
+            found[(budget, item.id)] = pipeline.find(item.query, item.documents)
+    chats: dict[str, object] = {}
+    for runtime in args.runtimes.split(","):
+        if runtime == "gpt4all":
+            chats[runtime] = InProcessChat()
+        elif importlib.util.find_spec("llama_cpp") is not None:
+            chats[runtime] = CompiledChat()
+    reader = ExtractiveAnswerer()
+    print("| answerer | words | n | median s | max s | prompt tokens | same answer as first |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for budget in budgets:
+        rows = {"extractive": [], **{name: [] for name in chats}}
+        for item in items:
+            evidence = found[(budget, item.id)]
+            rows["extractive"].append(
+                timed(lambda e=evidence: reader.answer(e.question, e.evidence, e.documents))
+            )
+            for name, chat in chats.items():
+                rows[name].append(
+                    timed(
+                        lambda e=evidence, c=chat: answer_with_evidence(
+                            c, e.question, e.evidence, e.documents
+                        )
+                    )
+                )
+        first = [answer.text for _, answer in rows[next(iter(chats))]] if chats else []
+        for name, results in rows.items():
+            seconds = [s for s, _ in results]
+            tokens = [a.tokens.get("prompt", 0) for _, a in results]
+            same = (
+                sum(a.text == f for (_, a), f in zip(results, first, strict=True)) / len(first)
+                if name in chats
+                else float("nan")
+            )
+            print(
+                f"| {name} | {budget} | {len(results)} | {statistics.median(seconds):.2f} "
+                f"| {max(seconds):.2f} | {statistics.mean(tokens):.0f} | {same:.2f} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
