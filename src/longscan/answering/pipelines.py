@@ -27,6 +27,13 @@ from longscan.tables import table_context
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"[^\W\d_]{3,}")
+# "six" in the evidence backs a "6" in the answer
+_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty"
+)
+_TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80}
+NUMBER_WORDS = {word: value for value, word in enumerate(_UNITS.split(" "))} | _TENS
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 SUPPORTED_SHARE = 0.5  # of an answer's content words, found in what it cites
 NOT_FOUND = "NOT FOUND"
@@ -187,6 +194,7 @@ def citation_warnings(
         return [*warnings, "cites no evidence: nothing shown backs it"]
     backing = " ".join(evidence_lines(cited, documents)).lower()
     figures = {n.replace(",", "") for n in _NUMBER.findall(backing)}
+    figures |= {str(NUMBER_WORDS[w]) for w in _WORD.findall(backing) if w in NUMBER_WORDS}
     if unbacked := [
         n for n in dict.fromkeys(_NUMBER.findall(body)) if n.replace(",", "") not in figures
     ]:

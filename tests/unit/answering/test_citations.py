@@ -53,6 +53,13 @@ def test_what_the_evidence_does_not_back_is_flagged(reply: str, flagged: list[st
         assert expected in warning
 
 
+@pytest.mark.parametrize(("reply", "flagged"), [("6 o'clock [1]", []), ("7 o'clock [1]", ["7"])])
+def test_a_number_word_backs_its_figure(reply: str, flagged: list[str]) -> None:
+    document = Document("novel.txt", "It's always six o'clock now.")
+    warnings = citation_warnings(reply, evidence_of(document), [document])
+    assert [w.split(":")[0] for w in warnings] == flagged
+
+
 def test_an_answer_carries_its_warnings(scripted) -> None:
     document = Document("d.txt", TOWER)
     _, client = scripted([(200, completion_body("Designed by Gustave Eiffel [4]."), 0)])
