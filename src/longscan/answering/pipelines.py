@@ -32,7 +32,15 @@ _UNITS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
     "fifteen sixteen seventeen eighteen nineteen twenty"
 )
-_TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80}
+_TENS = {
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+}
 NUMBER_WORDS = {word: value for value, word in enumerate(_UNITS.split(" "))} | _TENS
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 SUPPORTED_SHARE = 0.5  # of an answer's content words, found in what it cites
