@@ -34,8 +34,8 @@ ENV_MODEL = "LONGSCAN_LLM_MODEL"
 ENV_KEY = "LONGSCAN_LLM_API_KEY"
 CONFIG_FILE_NAME = "llm.toml"  # in the config folder (settings.Folders)
 HOW_TO_ADD_AN_LLM = (
-    "No LLM is configured, so longscan shows the evidence only. To get answers, point it at "
-    "any OpenAI-compatible server: `--llm http://127.0.0.1:8080/v1 --llm-model NAME`, or set "
+    "No LLM server is configured. Point longscan at any OpenAI-compatible server: "
+    "`--llm http://127.0.0.1:8080/v1 --llm-model NAME`, or set "
     f"{ENV_URL} and {ENV_MODEL} (the key, if the server needs one, goes in {ENV_KEY} or "
     "OPENAI_API_KEY), or write them in ~/.config/longscan/llm.toml. "
     "`longscan llm-serve` starts a small local model."
