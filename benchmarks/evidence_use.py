@@ -33,7 +33,7 @@ from longscan.answering.prompts import ANSWER_CLOSED_BOOK, versions
 from longscan.bench.builders import build_benchmark
 from longscan.bench.items import QAItem
 from longscan.evaluation.answers import exact_match, sub_em, token_f1
-from longscan.pipeline import Found, Pipeline
+from longscan.pipeline import Pipeline
 from longscan.progress import track
 from longscan.retrievers import get_retriever
 from longscan.retrievers.simple import OracleRetriever
@@ -86,13 +86,6 @@ def closed_book(answerer: Answerer, item: QAItem) -> Answer:
         answerer=answerer.name,
         tokens={"prompt": completion.prompt_tokens, "completion": completion.completion_tokens},
     )
-
-
-def found_for(row: str, item: QAItem, pipelines: dict[str, Pipeline]) -> Found:
-    started = time.perf_counter()
-    found = pipelines[row].find(item.query, item.documents)
-    found.seconds = {"retrieve": time.perf_counter() - started}
-    return found
 
 
 def run_set(
@@ -148,8 +141,8 @@ def ask(
         record.update(text=answer.text, tokens=answer.tokens, words=0)
         record.update(answers_of(item, answer.text))
         return record
-    found = found_for(row, item, pipelines)
-    record["retrieve_seconds"] = found.seconds["retrieve"]
+    found = pipelines[row].find(item.query, item.documents)
+    record["retrieve_seconds"] = found.seconds["prepare"] + found.seconds["retrieve"]
     record["words"] = sum(len(e.text.split()) for e in found.evidence)
     evidence, documents = found.evidence, found.documents
     started = time.perf_counter()
