@@ -327,6 +327,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     metrics = Metrics(engine)
     uploads = settings.data_dir / "uploads"
     uploads.mkdir(parents=True, exist_ok=True)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await engine.start()
