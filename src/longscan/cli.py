@@ -1361,6 +1361,59 @@ def bank_search(
             )
 
 
+@bank_app.command("ask")
+def bank_ask(
+    query: Annotated[str, typer.Option("--query", "-q", help="The question.")],
+    bank: Annotated[Path | None, BANK_OPTION] = None,
+    answerer: AnswererName = "auto",
+    k: Annotated[int, typer.Option("-k", min=1, help="Documents to read evidence from.")] = 5,
+    method: Annotated[str, typer.Option(help="First stage: bm25, dense or hybrid.")] = "hybrid",
+    depth: Annotated[int, typer.Option(min=1, help="Candidates the scanner reads.")] = 50,
+    budget_words: Annotated[
+        int | None,
+        typer.Option(min=1, help="Keep the best sentences while their words fit this budget."),
+    ] = None,
+    abstain: Annotated[
+        bool, typer.Option(help="Say 'no evidence found' when the re-scorer judges none an answer.")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
+    context: Annotated[
+        int, typer.Option(min=0, help="Characters of context around each hit.")
+    ] = CONTEXT_CHARS,
+    llm: LLMUrl = None,
+    llm_model: LLMModel = None,
+    llm_config: LLMConfigFile = None,
+) -> None:
+    """Answer a question from the bank's best documents, citing bank ids and offsets: the
+    same pipeline as `longscan ask`, over the bank's two-stage search."""
+    from longscan.answering.answerers import get_answerer
+    from longscan.bank import MemoryBank
+    from longscan.bank.answer import ask as ask_bank
+    from longscan.bank.store import BankError
+    from longscan.pipeline import Pipeline
+    from longscan.retrievers.base import validate_query
+    from longscan.scanning.scanner import Scanner
+
+    try:
+        validate_query(query)
+        store = MemoryBank(_bank_folder(bank), create=False)
+        chosen = get_answerer(answerer, _llm_config(llm, llm_model, llm_config))
+        pipeline = Pipeline(None, chosen, budget_words=budget_words, abstain=abstain)
+        scanner = Scanner.from_pretrained(cache=store.sentence_cache())
+        with errors.status(f"searching the bank ({len(store):,} documents)…"):
+            result = ask_bank(store, query, pipeline, scanner, k=k, method=method, depth=depth)  # type: ignore[arg-type]
+    except (ValueError, RuntimeError, BankError) as error:
+        raise _fail(str(error)) from None
+    answer = result.answer
+    if as_json:
+        payload = {"question": query, "retriever": "bank", **answer.to_json()}
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+    else:
+        _print_answer(query, "bank", answer, result.documents, context)
+    if answer.error is not None:
+        raise _fail(f"the evidence is above; the answerer gave no answer: {answer.error}", code=1)
+
+
 @app.command(name="synth-pack")
 def synth_pack(
     examples: Annotated[

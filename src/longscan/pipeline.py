@@ -39,7 +39,8 @@ class Pipeline:
     """A retriever, a selection and an answerer, asked one question at a time.
 
     Args:
-        retriever: A retriever or its registered name (``longscan retrievers``).
+        retriever: A retriever or its registered name (``longscan retrievers``); None when
+            the caller ranks the evidence itself and hands it to ``settle`` (the bank).
         answerer: Who answers from the evidence (``answering.answerers``); None gives the
             evidence only.
         top_k: Evidence units kept, best first; None ranks every unit (for a budget).
@@ -51,7 +52,7 @@ class Pipeline:
 
     def __init__(
         self,
-        retriever: str | Retriever = "scanner",
+        retriever: str | Retriever | None = "scanner",
         answerer: Answerer | None = None,
         *,
         top_k: int | None = DEFAULT_TOP_K,
@@ -76,7 +77,12 @@ class Pipeline:
 
     def prepare(self, documents: Sequence[Document], on_progress: Progress | None = None) -> None:
         """The retriever's one-time reading of new documents (see ``Retriever.prepare``)."""
-        self.retriever.prepare(documents, on_progress)
+        self._retriever().prepare(documents, on_progress)
+
+    def _retriever(self) -> Retriever:
+        if self.retriever is None:
+            raise ValueError("this pipeline has no retriever: hand ranked evidence to settle()")
+        return self.retriever
 
     def find(
         self,
@@ -97,12 +103,27 @@ class Pipeline:
         self.prepare(documents, on_progress)
         seconds["prepare"] = time.perf_counter() - started
         started = time.perf_counter()
-        ranked = self.retriever.retrieve(question, documents, top_k=top_k or self.top_k)
+        ranked = self._retriever().retrieve(question, documents, top_k=top_k or self.top_k)
+        seconds["retrieve"] = time.perf_counter() - started
+        return self.settle(question, ranked, documents, seconds)
+
+    def settle(
+        self,
+        question: str,
+        ranked: Sequence[Evidence],
+        documents: Sequence[Document],
+        seconds: dict[str, float] | None = None,
+    ) -> Found:
+        """Ranked evidence (best first) → ``min_score`` → the budget → table context → the
+        abstention judgement: the steps after retrieval, for any ranking (``find``'s, or the
+        bank's two-stage search)."""
+        seconds = dict(seconds or {})
+        started = time.perf_counter()
         if self.min_score is not None:
             ranked = [item for item in ranked if item.score > self.min_score]
-        chosen = select(ranked, documents, budget_words=self.budget_words)
+        chosen = select(list(ranked), documents, budget_words=self.budget_words)
         evidence = cite_table_context(chosen, documents)
-        seconds["retrieve"] = time.perf_counter() - started
+        seconds["retrieve"] = seconds.get("retrieve", 0.0) + time.perf_counter() - started
         abstained = False
         if self.abstain and evidence:
             from longscan.rerankers.abstention import abstains
