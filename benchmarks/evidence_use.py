@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import result_files
+
 from longscan.answering.answerers import Answerer, ExtractiveAnswerer, get_answerer
 from longscan.answering.llm import resolve_config
 from longscan.answering.pipelines import Answer
@@ -158,41 +160,67 @@ def ask(
     return record
 
 
-def table(name: str, records: list[dict[str, Any]], rows: list[str], budgets: list[int]) -> str:
-    groups: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+def summarise(
+    title: str, records: list[dict[str, Any]], rows: list[str], budgets: list[int]
+) -> dict[str, Any]:
+    """One set's table: per row and budget, the means over its items, and against the
+    scanner's row at the same budget the questions each answered right that the other did
+    not (paired, the same items)."""
+    groups: dict[tuple[str, int], dict[str, dict[str, Any]]] = defaultdict(dict)
     for record in records:
-        groups[(record["row"], record["budget"])].append(record)
-    lines = [
-        f"### {name}",
-        "",
-        "| row | words | n | SubEM | F1 | reader EM | reader F1 | answer s/q | retrieve s/q "
-        "| prompt tok/q | completion tok/q |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+        groups[(record["row"], record["budget"])][record["item"]] = record
+    columns = ["row", "words", "n", "SubEM", "F1", "reader EM", "reader F1"]
+    columns += ["only scanner right", "only row right", "answer s/q", "retrieve s/q"]
+    columns += ["prompt tok/q", "completion tok/q"]
+    lines: list[list[Any]] = []
     for budget in budgets:
+        scanner = groups.get(("scanner", budget), {})
         for row in rows:
-            group = groups.get((row, budget if row != "none" else budgets[0]), [])
-            if not group or (row == "none" and budget != budgets[0]):
+            if row == "none" and budget != budgets[0]:
+                continue  # no evidence: the budget changes nothing
+            group = groups.get((row, budget), {})
+            if not group:
                 continue
-            n = len(group)
+            found = list(group.values())
 
-            def mean(field: str, group: list[dict[str, Any]] = group) -> float:
-                return sum(r.get(field, 0.0) for r in group) / len(group)
+            def mean(field: str, found: list[dict[str, Any]] = found) -> float:
+                return sum(r.get(field, 0.0) for r in found) / len(found)
 
-            def tokens(kind: str, group: list[dict[str, Any]] = group) -> float:
-                return sum(r["tokens"].get(kind, 0) for r in group) / len(group)
+            def tokens(kind: str, found: list[dict[str, Any]] = found) -> float:
+                return sum(r["tokens"].get(kind, 0) for r in found) / len(found)
 
-            reader = (
-                f"{100 * mean('reader_em'):.1f} | {100 * mean('reader_f1'):.1f}"
-                if row != "none"
-                else "— | —"
-            )
+            paired = [(scanner[i]["subem"], r["subem"]) for i, r in group.items() if i in scanner]
+            only_scanner = sum(a > b for a, b in paired) if row != "scanner" and paired else None
+            only_row = sum(b > a for a, b in paired) if row != "scanner" and paired else None
+            evidence = row != "none"
             lines.append(
-                f"| {row} | {budget if row != 'none' else 0} | {n} | {100 * mean('subem'):.1f} "
-                f"| {100 * mean('f1'):.1f} | {reader} | {mean('seconds'):.2f} "
-                f"| {mean('retrieve_seconds'):.2f} | {tokens('prompt'):.0f} "
-                f"| {tokens('completion'):.0f} |"
+                [
+                    row,
+                    budget if evidence else 0,
+                    len(found),
+                    round(100 * mean("subem"), 1),
+                    round(100 * mean("f1"), 1),
+                    round(100 * mean("reader_em"), 1) if evidence else None,
+                    round(100 * mean("reader_f1"), 1) if evidence else None,
+                    only_scanner,
+                    only_row,
+                    round(mean("seconds"), 2),
+                    round(mean("retrieve_seconds"), 2),
+                    round(tokens("prompt")),
+                    round(tokens("completion")),
+                ]
             )
+    return {"title": title, "columns": columns, "rows": lines}
+
+
+def markdown(table: dict[str, Any]) -> str:
+    """A table as Markdown, numbers right-aligned, a missing value as a dash."""
+    columns = table["columns"]
+    lines = [f"### {table['title']}", "", "| " + " | ".join(columns) + " |"]
+    lines.append("|---|" + "---:|" * (len(columns) - 1))
+    for row in table["rows"]:
+        cells = ["—" if value is None else str(value) for value in row]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -206,6 +234,9 @@ def main() -> None:
     parser.add_argument("--llm", default=None, help="An OpenAI-compatible server's URL.")
     parser.add_argument("--llm-model", default=None)
     parser.add_argument("--out", type=Path, default=Path("runs/evidence-use"))
+    parser.add_argument(
+        "--save", default=None, help="Write the tables to benchmarks/results/NAME.json."
+    )
     args = parser.parse_args()
     rows = args.rows.split(",")
     unknown = set(rows) - set(ROWS)
@@ -217,12 +248,18 @@ def main() -> None:
     answerer = get_answerer(args.answerer, resolve_config(args.llm, args.llm_model))
     assert answerer is not None
     reader = ExtractiveAnswerer()
+    tables = []
     for name in args.sets.split(","):
         words = SETS[name]
         items = build_benchmark(name, "dev", words or 20_000, max_items=args.items)
         records = list(run_set(name, rows, budgets, items, answerer, reader, store))
-        print(table(f"{name} ({len(items)} items, {answerer.name})", records, rows, budgets))
+        tables.append(summarise(f"{name} ({len(items)} items)", records, rows, budgets))
+        print(markdown(tables[-1]), flush=True)
         print(flush=True)
+    if args.save:
+        settings = {key: value for key, value in vars(args).items() if key != "out"}
+        settings.update(answerer=answerer.name, prompts=versions())
+        print(f"saved {result_files.save(args.save, {**settings, 'out': str(args.out)}, tables)}")
 
 
 if __name__ == "__main__":
