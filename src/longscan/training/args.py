@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from longscan.encoders.contextual import DEFAULT_WINDOW_TOKENS
-from longscan.encoders.minilm import DEFAULT_ENCODER
+from longscan.encoders.contextual import DEFAULT_WINDOW_TOKENS, parse_name
+from longscan.encoders.minilm import DEFAULT_ENCODER, without_adapter
 from longscan.models.config import ScannerConfig
+from longscan.scanning.checkpoint import read_info
+from longscan.scanning.features import FEATURE_NAMES, N_FEATURES, TRAINED_FEATURES
 from longscan.training.data import DECONTAMINATION_THRESHOLD
-
-LENGTHS_WORDS = (1_500, 3_800, 7_700)
-"""Training documents of about 2k/5k/10k tokens, the paper's mix (1.3 tokens a word)."""
+from longscan.training.options import LENGTHS_WORDS, TrainOptions, parse_lengths
 
 
 @dataclass
@@ -94,3 +96,89 @@ class TrainingArgs:
         data = asdict(self)
         data["model"] = self.model.to_dict()
         return data
+
+    @classmethod
+    def from_options(cls, options: TrainOptions) -> TrainingArgs:
+        """The sentence scanner's run that ``longscan train`` asks for: its feature layout,
+        the encoder reading of the checkpoint it fine-tunes, the default learning rate.
+
+        Raises:
+            ValueError: an unknown feature, a length that is no word count.
+            CheckpointError: ``init_from`` cannot be read.
+        """
+        names = feature_layout(options.features, options.feature or ())
+        encoder, adapter, window, tables = encoder_reading(
+            options.init_from,
+            options.encoder,
+            options.encoder_adapter,
+            options.context_tokens,
+            options.table_context,
+        )
+        model = ScannerConfig(
+            d_model=options.d_model,
+            n_layers=options.layers,
+            n_features=len(names),
+            feature_names=names,
+            bidirectional=options.bidirectional,
+            read_twice=options.read_twice,
+            feature_skip=options.feature_skip,
+            dropout=options.dropout,
+        )
+        return cls(
+            model=model,
+            seeds=options.builder_seeds,
+            lengths_words=parse_lengths(options.lengths),
+            max_per_source=options.max_per_source,
+            epochs=options.epochs,
+            lr=options.lr or 2e-3,
+            seed=options.seed,
+            threads=options.threads,
+            datasets=options.dataset_names,
+            synthetic=tuple(str(path) for path in options.synthetic or ()),
+            named_synthetic=tuple(str(path) for path in options.named_synthetic or ()),
+            named_among=options.named_among,
+            init_from=None if options.init_from is None else str(options.init_from),
+            listwise=options.listwise,
+            sentence_labels=options.sentence_labels,
+            encoder=encoder,
+            encoder_adapter=None if adapter is None else str(adapter),
+            context_tokens=window,
+            table_context=tables,
+            evidence_first=options.evidence_first,
+            row_context_negative=options.row_context_negative,
+            instruction_copies=options.instruction_copies,
+        )
+
+
+def feature_layout(first: int | None, extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """The per-sentence features a new scanner reads: the ``first`` N columns (``None``: the
+    shipped layout), then the ``extra`` ones named, each once.
+
+    Raises:
+        ValueError: a name that is not a feature.
+    """
+    unknown = [name for name in extra if name not in FEATURE_NAMES]
+    if unknown:
+        choices = ", ".join(FEATURE_NAMES)
+        raise ValueError(f"--feature {unknown[0]}: not a feature; choose from {choices}")
+    layout = TRAINED_FEATURES if first is None else FEATURE_NAMES[: min(first, N_FEATURES)]
+    return tuple(dict.fromkeys([*layout, *extra]))
+
+
+def encoder_reading(
+    init_from: Path | None,
+    encoder: str | None,
+    encoder_adapter: Path | None,
+    context_tokens: int | None,
+    table_context: bool | None,
+) -> tuple[str, Path | None, int, bool]:
+    """The encoder, its adapter, window and table reading a training run uses: those given,
+    else those of the checkpoint it fine-tunes (which refuses any other), else the
+    defaults."""
+    base, adapter, window, tables = DEFAULT_ENCODER, None, DEFAULT_WINDOW_TOKENS, False
+    if init_from is not None:
+        info = read_info(init_from)[0]
+        base, window, tables = parse_name(info.encoder)
+        base, adapter = without_adapter(base), info.encoder_adapter
+    chosen_tables = tables if table_context is None else table_context
+    return encoder or base, encoder_adapter or adapter, context_tokens or window, chosen_tables

@@ -29,6 +29,7 @@ from longscan.tables import rules_digest
 from longscan.training import data as data_module
 from longscan.training import instructions as instructions_module
 from longscan.training import named as named_module
+from longscan.training import token_level
 from longscan.training.args import TrainingArgs
 from longscan.training.card import model_card
 from longscan.training.data import (
@@ -38,6 +39,7 @@ from longscan.training.data import (
     evaluation_fingerprints,
     synthetic_training_set,
 )
+from longscan.training.options import TrainOptions
 from longscan.training.synthetic import (
     SyntheticExample,
     begin_some_at_evidence,
@@ -332,3 +334,20 @@ def run_training(
     command = "longscan " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "run_training(...)"
     (out_dir / "MODEL_CARD.md").write_text(model_card(report, command))
     return report
+
+
+def train_from_options(options: TrainOptions) -> dict[str, Any]:
+    """What ``longscan train`` asks: a token-level scanner fine-tuned (its whole report), or
+    the sentence scanner trained (its development metrics and time), written to ``out``.
+
+    Raises:
+        ValueError: options that contradict each other, or that name what does not exist.
+        CheckpointError: ``init_from`` cannot be read.
+    """
+    if options.named_among and not options.named_synthetic:
+        raise ValueError("--named-among reads --named-synthetic copies: name a file with it")
+    if options.token_level:
+        return token_level.train_from_options(options)
+    args = TrainingArgs.from_options(options)
+    report = run_training(args, options.out, data_cache=options.data_cache)
+    return {key: report[key] for key in ("dev_metrics", "seconds_total")}

@@ -29,10 +29,11 @@ from longscan.progress import track
 from longscan.scanning.spscanner import (
     TOKENIZER_FILE,
     load_spscanner,
+    read_spscanner_info,
     save_spscanner,
     torch_device_type,
 )
-from longscan.training.args import LENGTHS_WORDS
+from longscan.training.options import LENGTHS_WORDS, TrainOptions
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -338,3 +339,37 @@ def train_token_level(
         "tokens_per_second": tokens / seconds if seconds else None,
         "device": device,
     }
+
+
+def train_from_options(options: TrainOptions) -> dict[str, Any]:
+    """``longscan train --token-level``: refuse a network too large for the machine before
+    tokenizing the examples (or reading them from ``data_cache``), fine-tune, write the
+    checkpoint; its report.
+
+    Raises:
+        ValueError: no ``init_from``, named synthetic examples, or a network too large.
+        CheckpointError: ``init_from`` is not a converted checkpoint.
+    """
+    from longscan.devices import torch_device
+
+    init = options.init_from
+    if init is None:
+        raise ValueError("--token-level fine-tunes a converted checkpoint: give --init DIR")
+    if options.named_synthetic:
+        raise ValueError("--named-synthetic trains the sentence scanner, not --token-level")
+    check_trainable(read_spscanner_info(init).config, torch_device())
+    examples = cached_examples(
+        init,
+        options.dataset_names,
+        options.synthetic or [],
+        options.builder_seeds,
+        options.max_per_source,
+        options.data_cache,
+    )
+    config = TokenTrainConfig(
+        lr=options.lr or 1e-4,
+        batch_size=options.batch_size,
+        epochs=options.epochs,
+        seed=options.seed,
+    )
+    return train_token_level(init, options.out, examples, config)
