@@ -99,6 +99,11 @@ class FilterReport:
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
 
+    @property
+    def dropped_count(self) -> int:
+        """The examples dropped, every strategy and reason together."""
+        return sum(sum(reasons.values()) for reasons in self.dropped.values())
+
 
 DISAGREES = "the reader ranks another line of the chunk first"
 NOTHING_LABELLED = "no labelled line says something"
@@ -159,3 +164,10 @@ def filter_examples(
         ranks=ranks,
     )
     return kept_lines, report
+
+
+def write_kept(out: Path, kept: Sequence[str], report: FilterReport) -> None:
+    """The ``kept`` lines into ``out``, and the report beside it in ``OUT.report.json``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    out.with_name(out.name + ".report.json").write_text(report.to_json() + "\n", "utf-8")

@@ -28,8 +28,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
+from itertools import zip_longest
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from longscan.answering.prompts import (
 )
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.bench.builders import split_of
-from longscan.documents import Document, Evidence, read_file
+from longscan.documents import Document, Evidence, read_file, read_paths
 from longscan.progress import track
 from longscan.tables import table_context
 from longscan.training.data import DECONTAMINATION_THRESHOLD, contamination, says_something
@@ -400,6 +401,27 @@ def plan(
     return requests
 
 
+def plan_runs(
+    paths: Sequence[Path], strategies: Sequence[str], count: int, settings: SynthSettings
+) -> list[_Request]:
+    """``count`` requests per strategy over the documents at ``paths``, the strategies taking
+    turns: a run stopped early still holds each of them.
+
+    Raises:
+        ValueError: an unknown strategy, or a shortest span longer than the longest.
+        DocumentError: a path that cannot be read.
+    """
+    unknown = [strategy for strategy in strategies if strategy not in STRATEGIES]
+    if unknown:
+        raise ValueError(f"unknown strategy {unknown[0]!r}; choose chunk, table, pair or link")
+    if settings.min_tokens > settings.max_tokens:
+        raise ValueError("--min-tokens must not exceed --max-tokens")
+    sources = [SourceDocument(d, settings.chunk_sentences) for d in read_paths(paths)]
+    vectors = chunk_vectors(sources) if "pair" in strategies else None
+    plans = [plan(sources, cast(Strategy, s), count, settings, vectors) for s in strategies]
+    return [request for turn in zip_longest(*plans) for request in turn if request is not None]
+
+
 def _two_chunk_request(
     strategy: Strategy,
     source: SourceDocument,
@@ -680,6 +702,37 @@ def write_examples(examples: Iterator[SyntheticExample], path: Path) -> int:
     return written
 
 
+def stats_path(examples: Path) -> Path:
+    """Where the run writing ``examples`` keeps its counts (``SynthStats.as_dict``)."""
+    return examples.with_name(examples.name + ".stats.json")
+
+
+def generate_into(
+    out: Path,
+    client: LLMClient,
+    requests: Sequence[_Request],
+    settings: SynthSettings,
+    fingerprints: set[bytes] | None = None,
+) -> tuple[int, SynthStats]:
+    """``generate`` into ``out`` a line at a time, the counts into ``stats_path(out)`` after
+    each request and at the end, so a run of hours stopped at any point keeps what it did:
+    the examples written and the counts.
+
+    Raises:
+        LLMError: the LLM failed (finished calls are cached: a rerun resumes).
+    """
+    stats = SynthStats()
+    counts = stats_path(out)
+
+    def save_counts(now: SynthStats) -> None:
+        counts.write_text(json.dumps(now.as_dict(), indent=1) + "\n", encoding="utf-8")
+
+    examples = generate(client, requests, settings, stats, fingerprints, after_each=save_counts)
+    written = write_examples(examples, out)
+    save_counts(stats)
+    return written, stats
+
+
 def read_examples(path: Path, sources: Path | None = None) -> list[SyntheticExample]:
     """Examples from a JSONL file: ``parse_examples`` of its text."""
     return parse_examples(path.read_text(encoding="utf-8"), str(path), sources)
@@ -796,6 +849,39 @@ def pack_examples(examples: Sequence[SyntheticExample], sources: Path) -> list[d
             {**raw, "source": relative, "source_end": end, "source_sha256": source.content_hash}
         )
     return packed
+
+
+def pack_files(
+    files: Sequence[Path], out: Path, sources: Path | None = None, stats: Path | None = None
+) -> tuple[int, int]:
+    """The examples of ``files`` (a file a run is still writing read up to its last whole
+    line), without repeats, packed into ``out`` (``pack_examples``, ``sources`` by default
+    ``train_docs()``) and read back to check them; with ``stats``, the runs' counts summed
+    there, read after the examples so they count at least every example packed. The number
+    of examples packed and of those left out as repeated.
+
+    Raises:
+        FileNotFoundError: a file, a source or a run's counts is missing.
+        ValueError: the files share example ids, or an example cannot be packed.
+    """
+    folder = sources or train_docs()
+    read = []
+    for file in files:
+        text = file.read_text(encoding="utf-8")
+        read += parse_examples(text[: text.rfind("\n") + 1], str(file))
+    ids = [example.id for example in read]
+    if len(set(ids)) != len(ids):
+        raise ValueError("the files share example ids: were two runs given the same seed?")
+    kept, repeated = distinct_examples(read)
+    packed = pack_examples(kept, folder)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in packed), "utf-8")
+    read_examples(out, folder)  # what was written reads back, labels and all
+    if stats is not None:
+        reports = [json.loads(stats_path(file).read_text("utf-8")) for file in files]
+        merged = merge_stats(reports, kept, repeated)
+        stats.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+    return len(packed), len(repeated)
 
 
 def _unpack(raw: dict[str, Any], sources: Path) -> dict[str, Any]:
