@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -38,6 +38,16 @@ class BankHit:
     key: str
     score: float
     evidence: list[Evidence] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The hit for machines, its ``doc_id`` as in its evidence (``EVIDENCE_JSON_SCHEMA``):
+        the bank id, as text."""
+        return {
+            "doc_id": str(self.doc_id),
+            "key": self.key,
+            "score": self.score,
+            "evidence": [item.to_json() for item in self.evidence],
+        }
 
 
 def fuse(rankings: Sequence[Sequence[int]], k: float = RRF_K) -> list[tuple[int, float]]:

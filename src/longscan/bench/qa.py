@@ -29,6 +29,7 @@ from longscan.answering.prompts import LOCALIZE_DOCUMENTS, versions
 from longscan.answering.tokens import count_tokens
 from longscan.bench.builders import build_benchmark, build_leval, build_loong
 from longscan.bench.items import QAItem
+from longscan.bench.runner import make_retriever
 from longscan.documents import Document, Evidence
 from longscan.evaluation.answers import (
     choice_accuracy,
@@ -514,3 +515,30 @@ def _usage(client: LLMClient, judge: LLMClient) -> dict[str, float]:
 
 def _settings(client: LLMClient, **extra: Any) -> dict[str, Any]:
     return {"llm": client.config.public(), "prompts": versions(), **extra}
+
+
+def run_qa_benchmark(
+    benchmark: str,
+    system: str,
+    client: LLMClient,
+    budget_words: int,
+    window_tokens: int | None,
+    max_items: int | None,
+    k: int,
+) -> QARun:
+    """One system on the answer-level benchmark ``longscan bench`` names: ``loong``,
+    ``leval-coursera``, ``leval-financial`` or ``localize-<dataset>`` (whose system is the
+    LLM itself, returning ``k`` documents)."""
+    if benchmark.startswith("localize-"):
+        dataset = benchmark.split("-", 1)[1]
+        return run_localization(client, f"{dataset}-collection", k=k, max_items=max_items)
+    retriever = None if system == FULL_CONTEXT else make_retriever(system, [])
+    if benchmark == "loong":
+        return run_loong(
+            client, retriever, system=system, budget_words=budget_words, max_items=max_items
+        )
+    task = "coursera" if benchmark == "leval-coursera" else "financial_qa"
+    return run_longdoc_qa(
+        client, task, retriever, system=system, budget_words=budget_words,
+        window_tokens=window_tokens, max_items=max_items,
+    )  # fmt: skip
