@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from longscan.documents import Document
+from longscan.lexical.fusion import ranks_of
 from longscan.retrievers.base import Retriever, Units
-from longscan.retrievers.hybrid import ranks_of
 from longscan.retrievers.registry import register
 from longscan.retrievers.scanner import ScannerRetriever
 from longscan.scanning.features import FEATURE_NAMES

@@ -303,7 +303,7 @@ def _hop_sentences(body: str, hops: Sequence[tuple[str, str]]) -> list[tuple[int
     """Spans of the sentences of ``body`` that state the hops' answers: for each hop, the
     sentence sharing the most content terms with its question and answer (ties: one that
     holds the answer string, then the earlier one)."""
-    from longscan.retrievers.bm25 import tokenize  # bm25s is needed only by this labelling
+    from longscan.lexical.bm25 import tokenize  # bm25s is needed only by this labelling
 
     spans = sentence_spans_in(body, 0, len(body))
     texts = [body[a:b] for a, b in spans]

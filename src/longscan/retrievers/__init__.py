@@ -3,7 +3,7 @@
 from longscan.retrievers.base import Retriever, Units, validate_query
 from longscan.retrievers.bm25 import BM25Retriever
 from longscan.retrievers.dense import DenseRetriever
-from longscan.retrievers.hybrid import HybridRetriever, reciprocal_rank_fusion, score_fusion
+from longscan.retrievers.hybrid import HybridRetriever
 from longscan.retrievers.registry import BASELINES, available, get_retriever, register
 from longscan.retrievers.simple import OracleRetriever, RandomRetriever
 
@@ -18,8 +18,6 @@ __all__ = [
     "Units",
     "available",
     "get_retriever",
-    "reciprocal_rank_fusion",
     "register",
-    "score_fusion",
     "validate_query",
 ]

@@ -23,8 +23,8 @@ import numpy as np
 
 from longscan.documents import Document, SentencePositions
 from longscan.encoders.minilm import MAX_TOKENS, SentenceEncoder, unit_rows
+from longscan.lexical.bm25 import tokenize
 from longscan.models.config import ScannerConfig
-from longscan.retrievers.bm25 import tokenize
 from longscan.scanning.first_stage import FirstStage, SentenceIndex, SentenceIndexes, rank_feature
 from longscan.segment import segment
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from longscan.documents import Document
-from longscan.retrievers.bm25 import build_index, tokenize
-from longscan.retrievers.hybrid import ranks_of
+from longscan.lexical.bm25 import build_index, tokenize
+from longscan.lexical.fusion import ranks_of
 from longscan.segment import count_words
 
 

@@ -29,9 +29,9 @@ from longscan.documents import Document
 from longscan.encoders.adapter import AdapterConfig, adapter_tensors, save_adapter
 from longscan.encoders.minilm import SentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
+from longscan.lexical.bm25 import build_index, tokenize
 from longscan.progress import track
 from longscan.rerankers.cross_encoder import base_cross_encoder, join_hop, sentence_in_context
-from longscan.retrievers.bm25 import build_index, tokenize
 from longscan.training.data import (
     DECONTAMINATION_THRESHOLD,
     CleanParagraphs,

@@ -232,7 +232,7 @@ def test_synthetic_pairs_take_labelled_lines_that_say_something_as_positives(
     data_dir: Path,
 ) -> None:
     from longscan.encoders.minilm import get_encoder
-    from longscan.retrievers.bm25 import build_index, tokenize
+    from longscan.lexical.bm25 import build_index, tokenize
     from longscan.training.data import fingerprint, says_something, synthetic_labels
     from longscan.training.reranker import MiningConfig, mine_synthetic_pairs
 

@@ -6,6 +6,7 @@ import pytest
 from longscan.bench.items import GoldSpan, QAItem
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache
+from longscan.lexical.fusion import reciprocal_rank_fusion, score_fusion
 from longscan.retrievers import (
     BM25Retriever,
     DenseRetriever,
@@ -14,8 +15,6 @@ from longscan.retrievers import (
     RandomRetriever,
     available,
     get_retriever,
-    reciprocal_rank_fusion,
-    score_fusion,
 )
 
 TEA_PARTY = "the Hatter says it is always six o'clock, tea-time"

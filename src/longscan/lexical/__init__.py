@@ -1,0 +1,1 @@
+"""Lexical ranking below every retriever and the scanner: BM25, and rank fusion."""
