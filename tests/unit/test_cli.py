@@ -353,13 +353,13 @@ def test_a_first_scan_shows_sentences_and_time_left_and_json_stays_clean(
 
     from rich.console import Console
 
-    import longscan.cli as cli
     from longscan import progress
+    from longscan.cli import ask
     from longscan.documents import read_paths
 
     screen = io.StringIO()
     drawing = Console(file=screen, force_terminal=True, width=80)
-    monkeypatch.setattr(cli, "errors", drawing)
+    monkeypatch.setattr(ask, "errors", drawing)
     monkeypatch.setattr(progress, "stderr", drawing)  # where the bars are drawn
     args = ["ask", str(novel_path), "-q", "Who fell down the rabbit hole?", "-k", "2", "--json"]
     first = runner.invoke(app, args)
@@ -378,11 +378,11 @@ def test_a_first_scan_shows_sentences_and_time_left_and_json_stays_clean(
 def test_train_lengths_default_to_the_recipe_and_refuse_what_is_no_length(tmp_path) -> None:
     import inspect
 
-    from longscan.cli import _lengths, train_command
-    from longscan.training.args import LENGTHS_WORDS
+    from longscan.cli.train import train_command
+    from longscan.training.options import LENGTHS_WORDS, parse_lengths
 
     default = inspect.signature(train_command).parameters["lengths"].default
-    assert _lengths(default) == LENGTHS_WORDS and _lengths("150, 1500") == (150, 1500)
+    assert parse_lengths(default) == LENGTHS_WORDS and parse_lengths("150, 1500") == (150, 1500)
     for wrong in ("150,abc", "0", "", "150,,1500"):
         result = CliRunner().invoke(app, ["train", "--out", str(tmp_path), "--lengths", wrong])
         assert result.exit_code != 0 and "--lengths takes positive word counts" in result.output

@@ -323,11 +323,11 @@ def test_a_scanner_trained_on_int8_vectors_reads_them(tmp_path) -> None:
 def test_a_scanner_trained_on_tuned_vectors_carries_its_encoder_adapter(tuned, tmp_path) -> None:
     """With a fine-tuned encoder, the data is keyed and the checkpoint named by its adapter,
     the checkpoint keeps a hash-checked copy of it, and the scanner reads with it."""
-    from longscan.cli import _reading
     from longscan.encoders.adapter import CONFIG_FILE, WEIGHTS_FILE
     from longscan.scanning.checkpoint import ENCODER_ADAPTER_DIR, CheckpointError
     from longscan.scanning.scanner import Scanner
     from longscan.training import pipeline
+    from longscan.training.args import encoder_reading
 
     adapter = tuned[0]
     args = tiny_args(encoder_adapter=str(adapter))
@@ -345,7 +345,7 @@ def test_a_scanner_trained_on_tuned_vectors_carries_its_encoder_adapter(tuned, t
     tuned_vectors = scanner.encoder.encode_document(document)
     assert not np.allclose(tuned_vectors, plain.encode_document(document), atol=1e-4)
     copied = tmp_path / "ft" / ENCODER_ADAPTER_DIR
-    assert _reading(tmp_path / "ft", None, None, None, None) == (
+    assert encoder_reading(tmp_path / "ft", None, None, None, None) == (
         "all-MiniLM-L6-v2",
         copied,
         256,
