@@ -13,7 +13,10 @@ import typer
 from rich.text import Text
 
 from longscan.cli.common import (
+    CONTEXT_CHARS,
     AnswererName,
+    AsJson,
+    ContextChars,
     LLMConfigFile,
     LLMModel,
     LLMUrl,
@@ -30,8 +33,6 @@ from longscan.cli.common import (
 if TYPE_CHECKING:
     from longscan.answering.pipelines import Answer
     from longscan.documents import Document, Evidence
-
-CONTEXT_CHARS = 160
 
 
 def ask(
@@ -70,10 +71,8 @@ def ask(
             "always answers.",
         ),
     ] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
-    context: Annotated[
-        int, typer.Option(min=0, help="Characters of context around each hit.")
-    ] = CONTEXT_CHARS,
+    as_json: AsJson = False,
+    context: ContextChars = CONTEXT_CHARS,
     llm: LLMUrl = None,
     llm_model: LLMModel = None,
     llm_config: LLMConfigFile = None,

@@ -10,10 +10,13 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from longscan.cli.ask import CONTEXT_CHARS, print_answer
+from longscan.cli.ask import print_answer
 from longscan.cli.common import (
+    CONTEXT_CHARS,
     HELP_OPTIONS,
     AnswererName,
+    AsJson,
+    ContextChars,
     LLMConfigFile,
     LLMModel,
     LLMUrl,
@@ -258,10 +261,8 @@ def bank_ask(
     abstain: Annotated[
         bool, typer.Option(help="Say 'no evidence found' when the re-scorer judges none an answer.")
     ] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
-    context: Annotated[
-        int, typer.Option(min=0, help="Characters of context around each hit.")
-    ] = CONTEXT_CHARS,
+    as_json: AsJson = False,
+    context: ContextChars = CONTEXT_CHARS,
     llm: LLMUrl = None,
     llm_model: LLMModel = None,
     llm_config: LLMConfigFile = None,

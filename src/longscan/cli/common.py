@@ -143,6 +143,9 @@ Verbose = Annotated[
         "--verbose", "-v", help="Log informational messages on stderr, not only warnings."
     ),
 ]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+CONTEXT_CHARS = 160
+ContextChars = Annotated[int, typer.Option(min=0, help="Characters of context around each hit.")]
 
 
 def setup_logging(verbose: bool) -> None:
