@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from longscan.documents import Document, Evidence
-from longscan.encoders.cache import file_sha256
+from longscan.files import file_sha256
 
 LOOK_BACK = 80  # units above a row searched for its column header (a long statement's rows)
 MAX_LABEL_WORDS = 12  # a title or group label is a short line

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from longscan.answering.llm import resolve_config
 from longscan.cli import app
 from longscan.documents import Document
-from longscan.encoders.cache import default_cache_dir
+from longscan.files import default_cache_dir
 from longscan.settings import Folders
 
 

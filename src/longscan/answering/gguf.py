@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from longscan.encoders.cache import staging_path
+from longscan.files import staging_path
 
 CHUNK_BYTES = 1 << 22
 VERIFIED_SUFFIX = ".sha256"  # written beside a joined file once its hash has been checked

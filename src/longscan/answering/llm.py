@@ -204,7 +204,7 @@ class ResponseCache:
 
 
 def default_cache_path() -> Path:
-    from longscan.encoders.cache import default_cache_dir
+    from longscan.files import default_cache_dir
 
     return default_cache_dir() / "llm.sqlite"
 

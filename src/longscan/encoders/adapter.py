@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from longscan.encoders.cache import file_sha256
+from longscan.files import file_sha256
 
 WEIGHTS_FILE = "adapter.safetensors"
 CONFIG_FILE = "config.json"

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from longscan.encoders.cache import built_once, default_cache_dir, file_sha256, recorded_sha256
+from longscan.encoders.cache import built_once, recorded_sha256
+from longscan.files import default_cache_dir, file_sha256
 
 if TYPE_CHECKING:
     import onnxruntime

@@ -13,8 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -22,31 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from longscan import __version__
+from longscan.files import file_sha256, staging_path
 
 logger = logging.getLogger(__name__)
-
-
-def default_cache_dir() -> Path:
-    """``$LONGSCAN_CACHE_DIR``, else the platform's user cache folder (``settings.Folders``)."""
-    from longscan.settings import Folders
-
-    return Folders().cache_dir
-
-
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def staging_path(path: Path) -> Path:
-    """A hidden name beside ``path`` that no other writer, process or thread, uses: write
-    there, then replace ``path`` with it, so a reader never sees half a file and two
-    writers of the same file never move each other's."""
-    return path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.partial")
 
 
 def built_once(path: Path, build: Callable[[Path], None], what: str) -> Path:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from longscan.encoders.adapter import merge_adapter, read_adapter
-from longscan.encoders.cache import default_cache_dir, file_sha256, staging_path
+from longscan.files import default_cache_dir, file_sha256, staging_path
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast

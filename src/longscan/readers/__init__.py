@@ -59,7 +59,7 @@ def read_document(path: Path, doc_id: str, cache_dir: Path | None = None) -> Doc
         DocumentError: a file the reader cannot open, or one without any text (such as a
             scanned PDF without a text layer).
     """
-    from longscan.encoders.cache import default_cache_dir, file_sha256
+    from longscan.files import default_cache_dir, file_sha256
 
     library, reader = READERS[path.suffix.lower()]
     digest = file_sha256(path)
@@ -92,7 +92,7 @@ def _load(stem: Path) -> Extracted | None:
 def _store(stem: Path, extracted: Extracted) -> None:
     """Write the text as UTF-8 (one copy in memory at most, not a JSON string of it), then
     the record that vouches for it: a reader never takes half a file."""
-    from longscan.encoders.cache import staging_path
+    from longscan.files import staging_path
 
     encoded = extracted.text.encode("utf-8", "surrogatepass")
     record = {

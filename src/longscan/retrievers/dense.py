@@ -9,9 +9,10 @@ from typing import ClassVar
 import numpy as np
 
 from longscan.documents import Document
-from longscan.encoders.cache import EmbeddingCache, default_cache_dir, spans_digest
+from longscan.encoders.cache import EmbeddingCache, spans_digest
 from longscan.encoders.external import TextEncoder
 from longscan.encoders.minilm import DEFAULT_ENCODER, cache_name, get_encoder
+from longscan.files import default_cache_dir
 from longscan.retrievers.base import Retriever, UnitKind, Units
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from longscan import __version__
 from longscan.encoders import adapter as adapter_files
-from longscan.encoders.cache import file_sha256
+from longscan.files import file_sha256
 from longscan.models.config import ScannerConfig
 from longscan.scanning.features import (
     DEFAULT_TOKEN_MATCH,

@@ -17,9 +17,10 @@ import numpy as np
 
 from longscan.documents import Document
 from longscan.encoders.bert import chosen_runtime
-from longscan.encoders.cache import EmbeddingCache, default_cache_dir
+from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.contextual import ContextualSentenceEncoder, Progress
 from longscan.encoders.minilm import bound_allocator
+from longscan.files import default_cache_dir
 from longscan.models.onnx import OnnxScanNetwork, export_graphs, exportable
 from longscan.scanning.checkpoint import (
     CheckpointInfo,

@@ -18,9 +18,10 @@ import torch
 from longscan import __version__
 from longscan.bench.builders import split_of
 from longscan.encoders.adapter import WEIGHTS_FILE
-from longscan.encoders.cache import EmbeddingCache, file_sha256
+from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.encoders.minilm import cache_name, get_encoder
+from longscan.files import file_sha256
 from longscan.models.scanner import ScannerEnsemble
 from longscan.scanning import features as features_module
 from longscan.scanning.checkpoint import save_checkpoint

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from longscan.documents import Document
-from longscan.encoders.cache import file_sha256
+from longscan.files import file_sha256
 from longscan.progress import track
 from longscan.scanning.spscanner import (
     TOKENIZER_FILE,

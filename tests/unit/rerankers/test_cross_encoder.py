@@ -89,7 +89,7 @@ def test_a_truncated_adapter_with_a_matching_hash_is_refused(adapter_copy: Path)
     weights = adapter_copy / WEIGHTS_FILE
     weights.write_bytes(weights.read_bytes()[:100])
     config = json.loads((adapter_copy / CONFIG_FILE).read_text())
-    from longscan.encoders.cache import file_sha256
+    from longscan.files import file_sha256
 
     config["sha256"] = file_sha256(weights)
     (adapter_copy / CONFIG_FILE).write_text(json.dumps(config))

@@ -13,7 +13,7 @@ import pytest
 
 from longscan.documents import Document
 from longscan.encoders.adapter import CONFIG_FILE, WEIGHTS_FILE, AdapterError
-from longscan.encoders.cache import file_sha256
+from longscan.files import file_sha256
 from longscan.rerankers.cross_encoder import PACKAGED, CrossEncoderReranker
 from longscan.rerankers.onnx import OnnxCrossEncoder, onnx_cross_encoder
 

@@ -44,7 +44,7 @@ def test_truncated_weights_with_matching_hash_are_refused(tiny_checkpoint: Path)
     weights = tiny_checkpoint / WEIGHTS_FILE
     weights.write_bytes(weights.read_bytes()[:100])
     config = json.loads((tiny_checkpoint / CONFIG_FILE).read_text())
-    from longscan.encoders.cache import file_sha256
+    from longscan.files import file_sha256
 
     config["weights_sha256"] = file_sha256(weights)
     (tiny_checkpoint / CONFIG_FILE).write_text(json.dumps(config))
