@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from longscan.documents import Document
-from longscan.lexical.fusion import ranks_of
+from longscan.lexical.fusion import RRF_K, ranks_of
 from longscan.retrievers.base import Retriever, Units
 from longscan.retrievers.registry import register
 from longscan.retrievers.scanner import ScannerRetriever
@@ -37,7 +37,6 @@ from longscan.scanning.features import FEATURE_NAMES
 from longscan.scanning.scanner import Scanner
 
 MEMBERS = ("runs/scanner-causal4", "runs/scanner-skip7", "runs/scanner-skip9")
-RRF_K = 60.0
 
 
 class FusedScanner(ScannerRetriever):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from longscan.bank.search import BankHit, first_stage, fuse, search
+from longscan.bank.search import BankHit, first_stage, search
 from longscan.bank.store import BankDocument, MemoryBank
 
-__all__ = ["BankDocument", "BankHit", "MemoryBank", "first_stage", "fuse", "search"]
+__all__ = ["BankDocument", "BankHit", "MemoryBank", "first_stage", "search"]

@@ -10,7 +10,6 @@ reads poorly is not lost. The result carries document ids and sentence offsets.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,13 +17,13 @@ import numpy as np
 
 from longscan.bank.store import DenseIndexError, MemoryBank
 from longscan.documents import Document, Evidence
+from longscan.lexical.fusion import fuse_rankings
 from longscan.selection import cite_table_context
 
 if TYPE_CHECKING:
     from longscan.scanning.scanner import Scanner
 
 FirstStage = Literal["bm25", "dense", "hybrid"]
-RRF_K = 60.0
 SCANNED_TOKENS = 4_000  # of each candidate, by default: see ``search``
 DEPTH = 50  # candidates the scanner reads, by default
 logger = logging.getLogger(__name__)
@@ -50,15 +49,6 @@ class BankHit:
         }
 
 
-def fuse(rankings: Sequence[Sequence[int]], k: float = RRF_K) -> list[tuple[int, float]]:
-    """Reciprocal-rank fusion of id rankings, best first."""
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, doc_id in enumerate(ranking, start=1):
-            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
-    return sorted(scores.items(), key=lambda item: -item[1])
-
-
 def first_stage(
     bank: MemoryBank, query: str, depth: int, method: FirstStage
 ) -> list[tuple[int, float]]:
@@ -78,7 +68,7 @@ def first_stage(
         except DenseIndexError as error:
             logger.warning("%s. Searching with BM25 alone.", error)
             return bank.search_bm25(query, depth)
-        return fuse([lexical, semantic])[:depth]
+        return fuse_rankings([lexical, semantic])[:depth]
     raise ValueError(f"unknown first stage {method!r}; choose bm25, dense or hybrid")
 
 
@@ -126,7 +116,7 @@ def search(
         )
     by_scanner = [documents[i].id for i in np.argsort(-np.asarray(best), kind="stable")]
     by_first = [d.id for d in documents]
-    order = fuse([by_scanner, by_scanner, by_first])  # the scanner counts twice
+    order = fuse_rankings([by_scanner, by_scanner, by_first])  # the scanner counts twice
     position = {d.id: i for i, d in enumerate(documents)}
     return [
         BankHit(doc_id, documents[position[doc_id]].key, score, hits[position[doc_id]])

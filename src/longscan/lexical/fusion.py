@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+RRF_K = 60.0  # Cormack et al.'s constant: damps the weight of the very top ranks
+
 
 def ranks_of(scores: np.ndarray) -> np.ndarray:
     """1-based rank of every unit under ``scores`` ``(n,)``; ties keep document order."""
@@ -15,11 +17,29 @@ def ranks_of(scores: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def reciprocal_rank_fusion(score_lists: Sequence[np.ndarray], k: float = 60.0) -> np.ndarray:
-    """RRF: ``score(u) = Σ_r 1 / (k + rank_r(u))`` over the fused rankings (Cormack et al.)."""
+def _rrf_weight(rank: int | np.ndarray, k: float) -> float | np.ndarray:
+    """``1 / (k + rank)``: what one ranking adds to an item's RRF score (Cormack et al.).
+
+    The one formula behind both fusions below, so score arrays and id rankings fuse alike.
+    """
     if k < 0:
         raise ValueError("the RRF constant k must be non-negative")
-    return sum(1.0 / (k + ranks_of(scores)) for scores in score_lists)
+    return 1.0 / (k + rank)
+
+
+def reciprocal_rank_fusion(score_lists: Sequence[np.ndarray], k: float = RRF_K) -> np.ndarray:
+    """RRF of scores of the same units: ``score(u) = Σ_r 1 / (k + rank_r(u))``."""
+    return sum(_rrf_weight(ranks_of(scores), k) for scores in score_lists)
+
+
+def fuse_rankings(rankings: Sequence[Sequence[int]], k: float = RRF_K) -> list[tuple[int, float]]:
+    """RRF of id rankings that may hold different ids (an id a ranking lacks gets nothing
+    from it): ``(id, score)``, best first, ties in the order the ids are first seen."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + float(_rrf_weight(rank, k))
+    return sorted(scores.items(), key=lambda pair: -pair[1])
 
 
 def min_max(scores: np.ndarray) -> np.ndarray:

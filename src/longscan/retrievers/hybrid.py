@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from longscan.documents import Document
-from longscan.lexical.fusion import reciprocal_rank_fusion, score_fusion
+from longscan.lexical.fusion import RRF_K, reciprocal_rank_fusion, score_fusion
 from longscan.retrievers.base import Retriever, UnitKind, Units
 from longscan.retrievers.bm25 import BM25Retriever
 from longscan.retrievers.dense import DenseRetriever
@@ -35,7 +35,7 @@ class HybridRetriever(Retriever):
         self,
         unit: UnitKind = "sentence",
         method: FusionMethod = "rrf",
-        rrf_k: float = 60.0,
+        rrf_k: float = RRF_K,
         dense_weight: float = 0.5,
         bm25: BM25Retriever | None = None,
         dense: DenseRetriever | None = None,

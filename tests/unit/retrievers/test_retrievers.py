@@ -6,7 +6,7 @@ import pytest
 from longscan.bench.items import GoldSpan, QAItem
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache
-from longscan.lexical.fusion import reciprocal_rank_fusion, score_fusion
+from longscan.lexical.fusion import fuse_rankings, reciprocal_rank_fusion, score_fusion
 from longscan.retrievers import (
     BM25Retriever,
     DenseRetriever,
@@ -35,6 +35,20 @@ def test_rrf_on_a_hand_made_ranking() -> None:
     expected = [1 / 61 + 1 / 63, 1 / 62 + 1 / 61, 1 / 63 + 1 / 62]
     assert fused == pytest.approx(expected)
     assert list(np.argsort(-fused)) == [1, 0, 2]
+
+
+def test_id_rankings_fuse_as_score_arrays_do() -> None:
+    bm25 = np.array([3.0, 2.0, 1.0])
+    dense = np.array([0.1, 0.9, 0.5])
+    fused = fuse_rankings([[0, 1, 2], [1, 2, 0]])
+    assert [item for item, _ in fused] == [1, 0, 2]
+    assert dict(fused) == pytest.approx(dict(enumerate(reciprocal_rank_fusion([bm25, dense]))))
+
+
+def test_an_id_one_ranking_lacks_gets_nothing_from_it() -> None:
+    assert fuse_rankings([[7, 3], [3]], k=0) == [(3, 1 / 2 + 1 / 1), (7, 1 / 1)]
+    with pytest.raises(ValueError, match="non-negative"):
+        fuse_rankings([[1]], k=-1)
 
 
 def test_score_fusion_normalises_each_ranking() -> None:
