@@ -561,7 +561,7 @@ def check_selection(chosen: list[Any], documents: list[Any]) -> Outcome:
 def read_cases(
     rng: random.Random, count: int, directory: Path, huge_rate: float
 ) -> Callable[[], Iterator[tuple[str, float, Callable[[], Outcome]]]]:
-    from longscan.documents import read_file
+    from longscan.readers.files import read_file
 
     def cases() -> Iterator[tuple[str, float, Callable[[], Outcome]]]:
         path = directory / "input.txt"

@@ -31,8 +31,9 @@ from longscan.bank import MemoryBank, search
 from longscan.bank.ingest import ingest
 from longscan.bank.search import SCANNED_TOKENS
 from longscan.bench.datasets import data_path
-from longscan.documents import Document, iter_paths
+from longscan.documents import Document
 from longscan.parallel import ray_session
+from longscan.readers.files import iter_paths
 
 CHARS_PER_TOKEN = 4  # only to cut the slice; the report counts cl100k tokens exactly
 

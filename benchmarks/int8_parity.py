@@ -67,8 +67,8 @@ def use_scheme(scheme: str) -> None:
 
 def measure(scheme: str, out: Path) -> None:
     """One scheme in this process: vectors, speed and the README's top three."""
-    from longscan.documents import read_file
     from longscan.encoders.contextual import ContextualSentenceEncoder
+    from longscan.readers.files import read_file
     from longscan.retrievers import get_retriever
 
     use_scheme(scheme)

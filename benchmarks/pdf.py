@@ -31,7 +31,8 @@ from pathlib import Path
 from fpdf import FPDF
 
 from longscan.bench.datasets import load_loong
-from longscan.documents import Document, read_file
+from longscan.documents import Document
+from longscan.readers.files import read_file
 from longscan.retrievers import get_retriever
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

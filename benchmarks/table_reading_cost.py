@@ -15,8 +15,9 @@ import argparse
 import time
 from pathlib import Path
 
-from longscan.documents import Document, read_file
+from longscan.documents import Document
 from longscan.encoders.contextual import ContextualSentenceEncoder
+from longscan.readers.files import read_file
 
 ENCODERS = ("all-MiniLM-L6-v2+int8/ctx128", "all-MiniLM-L6-v2+int8/ctx128+rows")
 FILING = Path("train-docs/sec-full-filings/aapl_aapl-10-q-2025-08-01.txt")

@@ -38,9 +38,10 @@ from pathlib import Path
 import numpy as np
 
 from longscan import tables
-from longscan.documents import Document, read_file
+from longscan.documents import Document
 from longscan.encoders.contextual import TABLE_CONTEXT_SUFFIX, ContextualSentenceEncoder
 from longscan.progress import track
+from longscan.readers.files import read_file
 from longscan.rerankers.cross_encoder import get_reranker
 from longscan.tables import is_row, row_label
 

@@ -11,7 +11,8 @@ import pytest
 
 from longscan.answering.llm import LLMClient, LLMConfig, ResponseCache
 from longscan.bench.datasets import default_data_dir
-from longscan.documents import Document, read_file
+from longscan.documents import Document
+from longscan.readers.files import read_file
 from scripted_server import Reply, ScriptedServer
 
 REPO = Path(__file__).resolve().parents[1]

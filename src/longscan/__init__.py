@@ -9,10 +9,18 @@ __version__ = "0.1.0"
 
 from typing import TYPE_CHECKING, Any
 
-from longscan.documents import Document, DocumentError, Evidence, read_file, read_paths
+from longscan.documents import Document, DocumentError, Evidence
 
 if TYPE_CHECKING:
     from longscan.pipeline import Pipeline, answer
+    from longscan.readers.files import read_file, read_paths
+
+_LAZY = {  # name → the module that defines it, imported on first use
+    "answer": "longscan.pipeline",
+    "Pipeline": "longscan.pipeline",
+    "read_file": "longscan.readers.files",
+    "read_paths": "longscan.readers.files",
+}
 
 __all__ = [
     "Document",
@@ -27,10 +35,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``longscan.answer`` and ``longscan.Pipeline``, imported on first use: ``import
-    longscan`` stays light for code that only reads documents."""
-    if name in ("answer", "Pipeline"):
-        from longscan import pipeline
+    """The names of ``_LAZY``, imported on first use: importing any longscan module imports
+    this package first, which must stay as light as the core types."""
+    if name in _LAZY:
+        from importlib import import_module
 
-        return getattr(pipeline, name)
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'longscan' has no attribute {name!r}")

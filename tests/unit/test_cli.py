@@ -355,7 +355,7 @@ def test_a_first_scan_shows_sentences_and_time_left_and_json_stays_clean(
 
     from longscan import progress
     from longscan.cli import ask
-    from longscan.documents import read_paths
+    from longscan.readers.files import read_paths
 
     screen = io.StringIO()
     drawing = Console(file=screen, force_terminal=True, width=80)

@@ -6,14 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from longscan.documents import (
-    Document,
-    DocumentError,
-    SentencePositions,
-    check_unique_ids,
-    read_file,
-    read_paths,
-)
+from longscan.documents import Document, DocumentError, SentencePositions, check_unique_ids
+from longscan.readers.files import read_file, read_paths
 from longscan.retrievers import BM25Retriever
 
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from longscan.answering.answerers import get_answerer
 from longscan.cli import app
-from longscan.documents import read_paths
 from longscan.pipeline import Pipeline
+from longscan.readers.files import read_paths
 from longscan.service import ServiceSettings, create_app
 
 QUESTIONS = (

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import longscan
-from longscan.documents import Document, DocumentError, Evidence, read_file
+from longscan.documents import Document, DocumentError, Evidence
+from longscan.readers.files import read_file
 from longscan.retrievers import BM25Retriever, RandomRetriever, get_retriever
 from longscan.retrievers.base import MAX_QUERY_CHARS
 from longscan.segment import SEGMENTERS, segment

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from longscan.answering.pipelines import format_evidence
-from longscan.documents import Document, Evidence, read_file
+from longscan.documents import Document, Evidence
+from longscan.readers.files import read_file
 from longscan.rerankers.cross_encoder import sentence_in_context
 from longscan.selection import with_table_context
 from longscan.tables import (

@@ -45,9 +45,10 @@ from typing import Any
 import numpy as np
 
 from longscan.bank.dense import usearch_index
-from longscan.documents import STDIN, Document, Place, places_from_json, places_to_json
+from longscan.documents import Document, Place, places_from_json, places_to_json
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.external import PACKAGED, canonical_encoder, encoder_dim
+from longscan.readers.files import STDIN
 
 # 4: the file each document was read from; 3: a settings table (the encoder); 2: each
 # document's places (PDF pages, heading paths); 1: ids never reused (AUTOINCREMENT); 0: the

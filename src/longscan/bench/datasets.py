@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from longscan.bench.items import QAItem, instructed_query
-from longscan.documents import Document, read_file
+from longscan.documents import Document
+from longscan.readers.files import read_file
 from longscan.segment import count_words, sentence_spans_in
 from longscan.settings import BenchData
 

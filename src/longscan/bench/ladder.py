@@ -36,10 +36,11 @@ from longscan.bank.ingest import ingest
 from longscan.bank.search import DEPTH, FirstStage
 from longscan.bench.builders import multihop_questions, squad_articles
 from longscan.bench.datasets import data_path
-from longscan.documents import Document, read_file
+from longscan.documents import Document
 from longscan.evaluation.measures import Measure, document_scores
 from longscan.parallel import bounded_map, ray_session, workers
 from longscan.progress import track
+from longscan.readers.files import read_file
 
 MEASURES = tuple(Measure.parse(m) for m in ("docSR@1", "docSR@10", "docR@1", "docFR@1", "docFR@10"))
 DEFAULT_RUNGS = (64_000, 256_000, 512_000, 1_000_000, 5_000_000, 10_000_000, 20_000_000)

@@ -82,8 +82,9 @@ def ask(
     evidence (numbered as the answer cites it) with document, offsets, score and context."""
     setup_logging(verbose)
     from longscan.answering.answerers import get_answerer
-    from longscan.documents import DocumentError, read_paths
+    from longscan.documents import DocumentError
     from longscan.pipeline import Pipeline
+    from longscan.readers.files import read_paths
     from longscan.retrievers.base import validate_query
     from longscan.retrievers.registry import DEFAULT_RETRIEVER
 

@@ -105,8 +105,9 @@ def bank_add(
     from longscan.bank.ingest import ingest
     from longscan.bank.search import SCANNED_TOKENS
     from longscan.bank.store import BankError, from_files
-    from longscan.documents import DocumentError, iter_paths
+    from longscan.documents import DocumentError
     from longscan.parallel import execution
+    from longscan.readers.files import iter_paths
 
     scanned = SCANNED_TOKENS if sentence_vectors else None
     try:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from longscan.documents import DEFAULT_MAX_BYTES, DocumentError
+from longscan.documents import DocumentError
 from longscan.progress import track
 from longscan.readers.extracted import Extracted, TextBuilder
+from longscan.readers.files import DEFAULT_MAX_BYTES
 
 PROGRESS_PAGES = 50  # longer PDFs show a progress bar while their text is read
 # pdfium writes a hyphen that ends a printed line as U+FFFE (some builds: U+0002) and drops

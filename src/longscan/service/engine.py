@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from longscan.bank.store import DocumentInfo
-from longscan.documents import Document, read_file
+from longscan.documents import Document
+from longscan.readers.files import read_file
 from longscan.service.settings import ServiceSettings
 
 if TYPE_CHECKING:

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from longscan.documents import Document, read_file
+from longscan.documents import Document
 from longscan.progress import track
+from longscan.readers.files import read_file
 from longscan.rerankers.abstention import Judge
 from longscan.training.data import says_something
 from longscan.training.synthetic import SyntheticExample, parse_examples, train_docs

@@ -34,12 +34,13 @@ from longscan.bench.builders import (
 )
 from longscan.bench.datasets import MultiHopParagraph, default_data_dir
 from longscan.bench.items import QAItem
-from longscan.documents import Document, read_file
+from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, built_once
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
 from longscan.files import default_cache_dir, file_sha256
 from longscan.progress import track
+from longscan.readers.files import read_file
 from longscan.scanning.features import LexicalFeatures
 from longscan.training.instructions import with_instruction_copies
 

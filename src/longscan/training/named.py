@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from longscan.documents import read_file
+from longscan.readers.files import read_file
 from longscan.scanning.features import ENGLISH_STOP_WORDS
 from longscan.training.synthetic import SyntheticExample, train_docs
 

@@ -45,8 +45,9 @@ from longscan.answering.prompts import (
 )
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.bench.builders import split_of
-from longscan.documents import Document, Evidence, read_file, read_paths
+from longscan.documents import Document, Evidence
 from longscan.progress import track
+from longscan.readers.files import read_file, read_paths
 from longscan.tables import table_context
 from longscan.training.data import DECONTAMINATION_THRESHOLD, contamination, says_something
 

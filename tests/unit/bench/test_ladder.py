@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from longscan.bench.ladder import sections
-from longscan.documents import Document, read_file
+from longscan.documents import Document
+from longscan.readers.files import read_file
 
 
 def test_a_report_becomes_sections_that_lose_nothing(data_dir: Path) -> None:

@@ -136,7 +136,8 @@ def test_int8_vectors_do_not_depend_on_what_was_encoded_before(filing_path: Path
     """The int8 export quantises activations per tensor, so a batch's other rows and padding
     moved a sentence's vector; read row by row, a sentence gets one vector alone or in any
     batch, and a filing the same vectors whether part of it was encoded before or not."""
-    from longscan.documents import Document, read_file
+    from longscan.documents import Document
+    from longscan.readers.files import read_file
 
     small = get_encoder(DEFAULT_ENCODER + "+int8")
     filing = read_file(filing_path)

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 import longscan.encoders.contextual as contextual
-from longscan.documents import Document, read_file
+from longscan.documents import Document
 from longscan.encoders import get_encoder
 from longscan.encoders.contextual import ContextualSentenceEncoder
+from longscan.readers.files import read_file
 
 PARAGRAPH = "The lighthouse keeper lit the lamp at dusk. Ships passed safely all night."
 

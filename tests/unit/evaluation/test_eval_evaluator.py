@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from longscan.bench.items import GoldSpan, QAItem
-from longscan.documents import Document, Evidence, read_file
+from longscan.documents import Document, Evidence
 from longscan.evaluation.evaluator import (
     EvaluationResult,
     LengthBuckets,
     evaluate,
     evidence_position,
 )
+from longscan.readers.files import read_file
 from longscan.retrievers.base import Retriever, Units
 from longscan.tables import context_texts
 

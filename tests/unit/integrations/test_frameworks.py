@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from longscan.bench.datasets import load_squad
-from longscan.documents import Document, read_file
+from longscan.documents import Document
+from longscan.readers.files import read_file
 from printed_pdf import page_chunks, write_pdf
 
 

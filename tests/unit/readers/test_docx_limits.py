@@ -15,7 +15,8 @@ import docx
 import pytest
 
 import longscan.readers.docx as docx_reader
-from longscan.documents import DocumentError, read_file
+from longscan.documents import DocumentError
+from longscan.readers.files import read_file
 
 DOCUMENT = "word/document.xml"
 SENTENCE = "The board approved the merger on 4 March."

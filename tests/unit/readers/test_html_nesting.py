@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import selectolax.lexbor
 
-from longscan.documents import DocumentError, read_file
+from longscan.documents import DocumentError
+from longscan.readers.files import read_file
 from longscan.readers.html import read_html
 
 N = 100_000

@@ -9,8 +9,9 @@ import pytest
 from fpdf import FPDF
 
 import longscan.readers.pdf as pdf_reader
-from longscan.documents import DocumentError, read_file
+from longscan.documents import DocumentError
 from longscan.readers import READERS, read_document
+from longscan.readers.files import read_file
 from longscan.retrievers import get_retriever
 from printed_pdf import page_chunks, write_pdf
 

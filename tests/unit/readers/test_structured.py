@@ -10,7 +10,8 @@ import docx
 import pytest
 
 from longscan.bench.datasets import SquadArticle, load_squad
-from longscan.documents import DocumentError, read_file, read_paths
+from longscan.documents import DocumentError
+from longscan.readers.files import read_file, read_paths
 from longscan.retrievers import get_retriever
 
 

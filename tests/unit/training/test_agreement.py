@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from longscan.documents import Document, read_file
+from longscan.documents import Document
+from longscan.readers.files import read_file
 from longscan.training.agreement import DISAGREES, agreement, filter_examples, source_lines
 from longscan.training.data import says_something
 from longscan.training.synthetic import parse_examples

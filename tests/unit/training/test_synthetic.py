@@ -367,7 +367,7 @@ def test_packed_examples_read_back_the_labelled_text_of_a_real_filing(
 ) -> None:
     """A committed data file carries offsets and hashes, not text: reading it rebuilds the
     exact example from ``train-docs/``, and a changed source file is refused."""
-    from longscan.documents import read_file
+    from longscan.readers.files import read_file
 
     folder = data_dir / "train-docs"
     path = sorted((folder / "sec-full-filings").glob("*.txt"))[0]
@@ -394,7 +394,7 @@ def test_packed_examples_read_back_the_labelled_text_of_a_real_filing(
 def test_a_line_separator_inside_an_example_stays_inside_it(data_dir: Path, tmp_path: Path) -> None:
     """A CUAD contract holds U+2028, which JSON Lines written with ensure_ascii=False keep
     raw inside a string: reading must split at "\\n" only, as the run wrote them."""
-    from longscan.documents import read_file
+    from longscan.readers.files import read_file
 
     path = (
         data_dir
@@ -428,7 +428,7 @@ def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
     from typer.testing import CliRunner
 
     from longscan.cli import app
-    from longscan.documents import read_file
+    from longscan.readers.files import read_file
 
     folder = data_dir / "train-docs"
     path = sorted((folder / "cuad").glob("*.txt"))[0]
@@ -466,7 +466,7 @@ def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
 
 @pytest.fixture(scope="module")
 def filing(data_dir: Path) -> syn.SourceDocument:
-    from longscan.documents import read_file
+    from longscan.readers.files import read_file
 
     path = data_dir / "train-docs" / "sec-full-filings" / "10-K_0001193125-10-073212.txt"
     return syn.SourceDocument(read_file(path, doc_id=path.name), 12)
