@@ -56,7 +56,7 @@ def cpu_bfloat16() -> bool:
     (AVX512-BF16 or AMX).
 
     There it reads about 1.9x faster at a drift of a few hundredths of a logit
-    (BENCHMARKS.md); where bfloat16 is emulated it is slower than float32.
+    (docs/experiments.md); where bfloat16 is emulated it is slower than float32.
 
     Raises:
         ValueError: ``LONGSCAN_PRECISION`` is neither ``float32`` nor ``bfloat16``.

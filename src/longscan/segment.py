@@ -71,7 +71,7 @@ def _blingfire_spans(text: str) -> list[tuple[int, int]]:
     The library's C function gives UTF-8 byte offsets. Its Python wrapper
     (``text_to_sentences_and_offsets``) maps them to characters in a Python loop over every
     byte; the same mapping is done here with numpy (a character's index is the number of
-    lead bytes before it), which made ``segment`` 1.55x faster (BENCHMARKS.md).
+    lead bytes before it), which made ``segment`` 1.55x faster (docs/experiments.md).
     """
     import ctypes
 

@@ -6,7 +6,7 @@ path and the GPU path). ``OnnxBert`` runs the same weights through ONNX Runtime,
 here once from the packaged safetensors (never downloaded) and kept in the cache directory:
 float32 gives the reference's states to about 1e-5, and ``int8`` quantises every matrix
 product's weights per output channel, which is about twice as fast on a CPU and moves the
-vectors (BENCHMARKS.md, "Encoder options"), so its vectors carry another encoder name. The
+vectors (docs/experiments.md, "Encoder options"), so its vectors carry another encoder name. The
 int8 weights use 7 bits (``INT8_SCHEME``), so every x86-64 CPU computes the same vectors.
 
 Neither needs sentence-transformers, and ``OnnxBert`` with ``WordPieces`` imports neither

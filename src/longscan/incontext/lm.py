@@ -5,7 +5,7 @@ A model is named by:
 - ``gemma-3-270m`` (the default): Gemma 3 270M, the GGUF of the ``[local-llm]`` extra;
 - ``qwen2.5-coder-1.5b-instruct``: the question writer of the ``[question-writer]`` extra
   (about 6 GB once dequantised to float32; it read about 8 times slower than the default
-  on this project's CPU: BENCHMARKS.md);
+  on this project's CPU: docs/experiments.md);
 - a ``.gguf`` file (any architecture ``transformers`` reads from GGUF);
 - a Hugging Face model folder or a name in the local cache (safetensors only, offline).
 

@@ -621,7 +621,7 @@ class ScannerEnsemble(nn.Module):
     """Scan networks of one config trained apart (other seeds); the logit is their mean.
 
     Training noise alone moves a single checkpoint by several questions in 40 at small word
-    budgets (BENCHMARKS.md); the mean of a few members is steadier. Each member reads the
+    budgets (docs/experiments.md); the mean of a few members is steadier. Each member reads the
     same vectors and features, so an ensemble costs one more scan per member, never another
     encoding.
     """

@@ -3,7 +3,7 @@ of the best few evidence spans, and below a calibrated score nothing was found.
 
 Why the cross-encoder and not the retriever's own score: a scan, BM25 or a dense ranking
 orders the units of the documents at hand, and its best score rises with how many units
-compete and how many words match. Measured on the development split (BENCHMARKS.md,
+compete and how many words match. Measured on the development split (docs/experiments.md,
 "Abstention"), the scan gave "Who won the 1998 World Cup?" over the bundled novel a higher
 best score than "Where is the key?" over a five-sentence story that says where; the
 cross-encoder reads each (question, sentence) pair on its own, so its score means the same

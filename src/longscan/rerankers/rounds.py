@@ -107,6 +107,6 @@ class TwoRounds:
 def shipped_rounds(adapter: str | None = None) -> TwoRounds:
     """What ``scanner-rerank`` re-scores with: the packaged adapter (or the one in
     ``adapter``), the scan's 20 best plus 10 second-round BM25 candidates, blended with the
-    scan at weight 1 (BENCHMARKS.md: the only weight tried that led the scan alone on both
+    scan at weight 1 (docs/experiments.md: the only weight tried that led the scan alone on both
     HotpotQA and SQuAD)."""
     return TwoRounds(get_reranker(adapter), blend=1.0)

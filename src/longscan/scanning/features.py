@@ -74,8 +74,8 @@ _NAME_WORD = re.compile(r"[^\W_][\w'’\-]*")
 N_FEATURES = len(FEATURE_NAMES)
 FEATURE_COLUMNS = tuple(range(N_FEATURES))  # what the training data holds: every column
 # what `longscan train` reads unless told: the shipped layout, the first 16 columns and the
-# window column (BENCHMARKS.md). The query-part columns are opt-in (`--features 18`):
-# three seeds with them lost more SQuAD questions than three without (BENCHMARKS.md)
+# window column (docs/experiments.md). The query-part columns are opt-in (`--features 18`):
+# three seeds with them lost more SQuAD questions than three without (docs/experiments.md)
 TRAINED_FEATURES = (*FEATURE_NAMES[: FEATURE_NAMES.index("query_part_bm25")], "window_dense_rank")
 
 

@@ -57,7 +57,7 @@ DEFAULT_WINDOW_TOKENS = 256_000
 
 CPU_CHUNK_SIZE = 64
 """SSD chunk on a CPU: 1.2x faster than the published 256 for the 130m layout here
-(BENCHMARKS.md), the same scores up to float rounding."""
+(docs/experiments.md), the same scores up to float rounding."""
 
 Mode = Literal["stream", "sliding"]
 

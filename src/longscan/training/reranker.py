@@ -303,7 +303,7 @@ class TrainConfig:
 
 PROBE_PAIRS = 512  # pairs whose loss is measured before and after training
 # A run whose probe loss ends above this share of where it began did not learn: one seed of
-# five of the shipped recipe stayed at 1.099 → 1.091 (BENCHMARKS.md).
+# five of the shipped recipe stayed at 1.099 → 1.091 (docs/experiments.md).
 STALLED_SHARE = 0.9
 
 
