@@ -27,23 +27,23 @@ import sys
 import tempfile
 from pathlib import Path
 
-from longscan.models.token_scanner import MAMBA2_130M
+from longscan.models.spscanner import MAMBA2_130M
 
 CHILD = r"""
 import json, os, sys, time
 import torch
 from longscan.devices import clock, peak_rss_bytes
 from longscan.documents import Document
-from longscan.models.token_scanner import TokenScannerConfig, TokenScannerModel
+from longscan.models.spscanner import SPScannerConfig, SPScannerModel
 from longscan.scanning.spscanner import SPScanner, load_tokenizer
 
 settings = json.loads(os.environ["SETTINGS"])
 device = settings["device"]
 torch.manual_seed(0)
 torch.set_num_threads(settings["threads"])
-config = TokenScannerConfig.from_mamba_ssm(settings["config"])
+config = SPScannerConfig.from_mamba_ssm(settings["config"])
 chunk = settings.get("chunk_size")
-model = TokenScannerModel(config)
+model = SPScannerModel(config)
 tokenizer = load_tokenizer(settings["tokenizer"])
 text = open(settings["text"], encoding="utf-8").read()
 offsets = tokenizer.encode(text, add_special_tokens=False).offsets
@@ -108,11 +108,11 @@ def write_init(directory: Path, tokenizer: Path) -> None:
     ``longscan train --token-level --init`` where no published one can be fetched."""
     import torch
 
-    from longscan.models.token_scanner import TokenScannerConfig, TokenScannerModel
+    from longscan.models.spscanner import SPScannerConfig, SPScannerModel
     from longscan.scanning.spscanner import save_spscanner
 
     torch.manual_seed(0)
-    model = TokenScannerModel(TokenScannerConfig.from_mamba_ssm(MAMBA2_130M))
+    model = SPScannerModel(SPScannerConfig.from_mamba_ssm(MAMBA2_130M))
     save_spscanner(model, directory, tokenizer, {"random_init": "state-spaces/mamba2-130m layout"})
 
 
@@ -127,11 +127,11 @@ def parity(tokenizer: Path, text: Path, tokens: int) -> dict:
     import torch
 
     from longscan.documents import Document
-    from longscan.models.token_scanner import TokenScannerConfig, TokenScannerModel
+    from longscan.models.spscanner import SPScannerConfig, SPScannerModel
     from longscan.scanning.spscanner import SPScanner, load_tokenizer
 
     torch.manual_seed(0)
-    model = TokenScannerModel(TokenScannerConfig.from_mamba_ssm(MAMBA2_130M))
+    model = SPScannerModel(SPScannerConfig.from_mamba_ssm(MAMBA2_130M))
     words = load_tokenizer(tokenizer)
     full = text.read_text(encoding="utf-8")
     offsets = words.encode(full, add_special_tokens=False).offsets
@@ -151,7 +151,7 @@ def parity(tokenizer: Path, text: Path, tokens: int) -> dict:
     }
 
 
-def token_scanner(text: Path, tokenizer: Path, tokens: int, args: argparse.Namespace) -> dict:
+def measure_spscanner(text: Path, tokenizer: Path, tokens: int, args: argparse.Namespace) -> dict:
     settings = {
         "config": MAMBA2_130M,
         "tokenizer": str(tokenizer),
@@ -228,7 +228,7 @@ def main() -> None:
             text.write_text(corpus_text(data_dir, int(max(sizes) * 1.2)), encoding="utf-8")
         results = []
         for size in sizes:
-            result = token_scanner(text, args.tokenizer, size, args)
+            result = measure_spscanner(text, args.tokenizer, size, args)
             results.append({"scanner": "token-level 130m (random weights)", **result})
             print(json.dumps(results[-1]), flush=True)
             if args.hierarchical:

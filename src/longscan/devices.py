@@ -77,7 +77,7 @@ def _chosen_precision() -> str:
     return chosen
 
 
-def token_scanner_bfloat16(device: str) -> bool:
+def spscanner_bfloat16(device: str) -> bool:
     """Whether the token-level scanner reads under bfloat16 autocast on ``device``:
     ``$LONGSCAN_PRECISION`` if set, else on a GPU only (the paper's setting there; float32
     on the CPU, where bfloat16 is mostly emulated).

@@ -28,7 +28,7 @@ def tiny_pairs(data_dir: Path) -> tuple[list[Pair], dict[str, int]]:
 
 def spscanner_config() -> dict:
     """A published SPScanner's config.json (mamba_ssm's MambaConfig), scaled down."""
-    from longscan.models.token_scanner import MAMBA2_130M
+    from longscan.models.spscanner import MAMBA2_130M
 
     ssm = {"layer": "Mamba2", "d_state": 16, "headdim": 16, "chunk_size": 32}
     return {**MAMBA2_130M, "d_model": 64, "n_layer": 2, "vocab_size": 600, "ssm_cfg": ssm}
@@ -61,12 +61,12 @@ def published_spscanner(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pickled, with its config.json and tokenizer.json."""
     import torch
 
-    from longscan.models.token_scanner import TokenScannerConfig, TokenScannerModel
+    from longscan.models.spscanner import SPScannerConfig, SPScannerModel
 
     folder = tmp_path_factory.mktemp("published")
     (folder / "config.json").write_text(json.dumps(spscanner_config()))
     torch.manual_seed(0)
-    model = TokenScannerModel(TokenScannerConfig.from_mamba_ssm(spscanner_config()))
+    model = SPScannerModel(SPScannerConfig.from_mamba_ssm(spscanner_config()))
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.add_(0.05 * torch.randn_like(parameter))

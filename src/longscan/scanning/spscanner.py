@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     import torch
     from tokenizers import Tokenizer
 
-    from longscan.models.token_scanner import TokenScannerConfig, TokenScannerModel
+    from longscan.models.spscanner import SPScannerConfig, SPScannerModel
 
 FORMAT = "longscan-spscanner"
 FORMAT_VERSION = 1
@@ -123,7 +123,7 @@ def convert_checkpoint(
         CheckpointError: a missing file, a hash mismatch, a refused pickle, or weights that
             do not fit the config (every missing, unexpected and misshapen name listed).
     """
-    from longscan.models.token_scanner import TokenScannerConfig, TokenScannerModel
+    from longscan.models.spscanner import SPScannerConfig, SPScannerModel
 
     source = Path(source)
     weights = next((source / n for n in SOURCE_FILES if (source / n).is_file()), None)
@@ -141,13 +141,13 @@ def convert_checkpoint(
         )
     try:
         raw = json.loads((source / CONFIG_FILE).read_text(encoding="utf-8"))
-        config = TokenScannerConfig.from_mamba_ssm(raw)
+        config = SPScannerConfig.from_mamba_ssm(raw)
     except FileNotFoundError:
         raise CheckpointError(f"{source}: no {CONFIG_FILE} (mamba_ssm's MambaConfig)") from None
     except (UnicodeDecodeError, json.JSONDecodeError, ValueError, AttributeError) as error:
         raise CheckpointError(f"{source / CONFIG_FILE}: {error}") from None
     load_tokenizer(tokenizer)  # refuse an unreadable tokenizer before writing anything
-    model = TokenScannerModel(config)
+    model = SPScannerModel(config)
     try:
         model.load_mamba_ssm_state_dict(read_source_weights(weights))
     except ValueError as error:
@@ -156,7 +156,7 @@ def convert_checkpoint(
 
 
 def save_spscanner(
-    model: TokenScannerModel, out: Path, tokenizer: Path, source: dict[str, Any]
+    model: SPScannerModel, out: Path, tokenizer: Path, source: dict[str, Any]
 ) -> Path:
     """Write weights and tokenizer, then the config that vouches for both (their hashes)."""
     from safetensors.torch import save_file
@@ -185,7 +185,7 @@ def save_spscanner(
 class SPScannerInfo:
     """What a converted checkpoint says about itself."""
 
-    config: TokenScannerConfig
+    config: SPScannerConfig
     weights_sha256: str
     source: dict[str, Any]
 
@@ -210,7 +210,7 @@ def read_spscanner_info(directory: Path) -> SPScannerInfo:
         CheckpointError: not such a checkpoint, a corrupt config, or a file that does not
             match its recorded hash.
     """
-    from longscan.models.token_scanner import TokenScannerConfig
+    from longscan.models.spscanner import SPScannerConfig
 
     path = directory / CONFIG_FILE
     try:
@@ -230,7 +230,7 @@ def read_spscanner_info(directory: Path) -> SPScannerInfo:
     if raw.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(f"{path}: format version {raw.get('format_version')} unsupported")
     try:
-        config = TokenScannerConfig.from_dict(raw["model"])
+        config = SPScannerConfig.from_dict(raw["model"])
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"{path}: invalid model config ({error})") from None
     for name, key in ((WEIGHTS_FILE, "weights_sha256"), (TOKENIZER_FILE, "tokenizer_sha256")):
@@ -238,7 +238,7 @@ def read_spscanner_info(directory: Path) -> SPScannerInfo:
     return SPScannerInfo(config, raw["weights_sha256"], dict(raw.get("source") or {}))
 
 
-def load_spscanner(directory: Path) -> tuple[TokenScannerModel, Tokenizer, SPScannerInfo]:
+def load_spscanner(directory: Path) -> tuple[SPScannerModel, Tokenizer, SPScannerInfo]:
     """Model (eval mode, on the CPU), tokenizer and info of a converted checkpoint.
 
     Raises:
@@ -247,7 +247,7 @@ def load_spscanner(directory: Path) -> tuple[TokenScannerModel, Tokenizer, SPSca
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from longscan.models.token_scanner import TokenScannerModel
+    from longscan.models.spscanner import SPScannerModel
 
     directory = Path(directory)
     info = read_spscanner_info(directory)
@@ -255,7 +255,7 @@ def load_spscanner(directory: Path) -> tuple[TokenScannerModel, Tokenizer, SPSca
         state = load_file(str(directory / WEIGHTS_FILE))
     except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{directory / WEIGHTS_FILE}: unreadable ({error})") from None
-    model = TokenScannerModel(info.config)
+    model = SPScannerModel(info.config)
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as error:
@@ -360,14 +360,14 @@ class SPScanner:
         block_tokens: tokens per block of a pass (memory and speed, not results); default
             4,096 on a CPU, 65,536 on a GPU (fewer, larger kernels).
         device: torch device; default ``devices.torch_device()``.
-        bfloat16: read under bfloat16 autocast; default ``devices.token_scanner_bfloat16``.
+        bfloat16: read under bfloat16 autocast; default ``devices.spscanner_bfloat16``.
         chunk_size: SSD chunk length; default :data:`CPU_CHUNK_SIZE` on a CPU, else the
             checkpoint's (speed only: results agree up to float rounding).
     """
 
     def __init__(
         self,
-        model: TokenScannerModel,
+        model: SPScannerModel,
         tokenizer: Tokenizer,
         mode: Mode = "stream",
         window_tokens: int = DEFAULT_WINDOW_TOKENS,
@@ -377,12 +377,12 @@ class SPScanner:
         bfloat16: bool | None = None,
         chunk_size: int | None = None,
     ) -> None:
-        from longscan.devices import token_scanner_bfloat16, torch_device
+        from longscan.devices import spscanner_bfloat16, torch_device
 
         if mode not in ("stream", "sliding"):
             raise ValueError(f"mode must be 'stream' or 'sliding'; got {mode!r}")
         self.device = device or torch_device()
-        self.bfloat16 = token_scanner_bfloat16(self.device) if bfloat16 is None else bfloat16
+        self.bfloat16 = spscanner_bfloat16(self.device) if bfloat16 is None else bfloat16
         self.model = model.to(self.device).eval()
         on_cpu = torch_device_type(self.device) == "cpu"
         self.model.use_chunk_size(

@@ -30,7 +30,7 @@ from longscan.tables import rules_digest
 from longscan.training import data as data_module
 from longscan.training import instructions as instructions_module
 from longscan.training import named as named_module
-from longscan.training import token_level
+from longscan.training import spscanner
 from longscan.training.args import TrainingArgs
 from longscan.training.card import model_card
 from longscan.training.data import (
@@ -348,7 +348,7 @@ def train_from_options(options: TrainOptions) -> dict[str, Any]:
     if options.named_among and not options.named_synthetic:
         raise ValueError("--named-among reads --named-synthetic copies: name a file with it")
     if options.token_level:
-        return token_level.train_from_options(options)
+        return spscanner.train_from_options(options)
     args = TrainingArgs.from_options(options)
     report = run_training(args, options.out, data_cache=options.data_cache)
     return {key: report[key] for key in ("dev_metrics", "seconds_total")}

@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from longscan.models.token_scanner import (
+from longscan.models.spscanner import (
     MAMBA2_130M,
     MAMBA_SSM_LAYER_NAMES,
-    TokenScannerConfig,
-    TokenScannerModel,
+    SPScannerConfig,
+    SPScannerModel,
 )
 
 # The published 130m layout, scaled down in width and depth (two groups, to exercise the
 # grouped gated norm the real models share with this code path).
-SMALL = TokenScannerConfig(
+SMALL = SPScannerConfig(
     vocab_size=512, d_model=64, n_layer=3, d_state=16, headdim=16, ngroups=2, chunk_size=16
 )
 
@@ -34,7 +34,7 @@ def _randomise(model: torch.nn.Module, seed: int = 0) -> None:
             parameter.copy_(values)
 
 
-def _reference(config: TokenScannerConfig) -> torch.nn.Module:
+def _reference(config: SPScannerConfig) -> torch.nn.Module:
     """transformers' Mamba2Model with the same shape (its pure-torch path on CPU)."""
     from transformers import Mamba2Config, Mamba2Model
 
@@ -73,7 +73,7 @@ def test_hidden_states_match_transformers_mamba2_and_head_reads_sentence_ends() 
     state["binary_head.weight"] = torch.randn(1, SMALL.d_model)
     state["binary_head.bias"] = torch.randn(1)
     state["lm_head.weight"] = state["backbone.embedding.weight"]
-    model = TokenScannerModel(SMALL).eval()
+    model = SPScannerModel(SMALL).eval()
     model.load_mamba_ssm_state_dict(state)
 
     input_ids = torch.randint(
@@ -93,7 +93,7 @@ def test_hidden_states_match_transformers_mamba2_and_head_reads_sentence_ends() 
 
 def test_streamed_windows_equal_one_pass() -> None:
     torch.manual_seed(2)
-    model = TokenScannerModel(SMALL).eval()
+    model = SPScannerModel(SMALL).eval()
     _randomise(model, seed=3)
     input_ids = torch.randint(0, SMALL.vocab_size, (1, 301))
     with torch.no_grad():
@@ -106,7 +106,7 @@ def test_streamed_windows_equal_one_pass() -> None:
 
 
 def test_mamba_ssm_names_round_trip_and_every_parameter_is_mapped() -> None:
-    model = TokenScannerModel(SMALL)
+    model = SPScannerModel(SMALL)
     _randomise(model, seed=4)
     saved = model.mamba_ssm_state_dict()
     assert saved["backbone.layers.0.mixer.conv1d.weight"].shape == (
@@ -114,7 +114,7 @@ def test_mamba_ssm_names_round_trip_and_every_parameter_is_mapped() -> None:
         1,
         SMALL.d_conv,
     )
-    again = TokenScannerModel(SMALL)
+    again = SPScannerModel(SMALL)
     again.load_mamba_ssm_state_dict(saved)
     for name, tensor in model.state_dict().items():
         assert torch.equal(again.state_dict()[name], tensor), name
@@ -123,12 +123,12 @@ def test_mamba_ssm_names_round_trip_and_every_parameter_is_mapped() -> None:
 
 
 def test_missing_unexpected_and_misshapen_weights_are_all_listed() -> None:
-    state = TokenScannerModel(SMALL).mamba_ssm_state_dict()
+    state = SPScannerModel(SMALL).mamba_ssm_state_dict()
     del state["backbone.layers.1.mixer.A_log"]
     state["backbone.layers.0.mixer.in_proj.bias"] = torch.zeros(3)
     state["binary_head.weight"] = torch.zeros(2, SMALL.d_model)
     with pytest.raises(ValueError) as error:
-        TokenScannerModel(SMALL).load_mamba_ssm_state_dict(state)
+        SPScannerModel(SMALL).load_mamba_ssm_state_dict(state)
     message = str(error.value)
     assert "missing: backbone.layers.1.mixer.A_log" in message
     assert "unexpected: backbone.layers.0.mixer.in_proj.bias" in message
@@ -136,10 +136,10 @@ def test_missing_unexpected_and_misshapen_weights_are_all_listed() -> None:
 
 
 def test_the_published_130m_config_reads_as_the_paper_describes() -> None:
-    config = TokenScannerConfig.from_mamba_ssm(MAMBA2_130M)
+    config = SPScannerConfig.from_mamba_ssm(MAMBA2_130M)
     assert (config.vocab_size, config.d_model, config.n_layer) == (50288, 768, 24)
     assert (config.d_state, config.headdim, config.ngroups, config.expand) == (128, 64, 1, 2)
-    model = TokenScannerModel(config)
+    model = SPScannerModel(config)
     parameters = sum(p.numel() for p in model.parameters())
     assert 125e6 < parameters < 135e6  # "130m", the LM head tied to the embedding
 
@@ -156,4 +156,4 @@ def test_the_published_130m_config_reads_as_the_paper_describes() -> None:
 )
 def test_layouts_it_does_not_implement_are_refused_by_name(change: dict, named: str) -> None:
     with pytest.raises(ValueError, match=named):
-        TokenScannerConfig.from_mamba_ssm({**MAMBA2_130M, **change})
+        SPScannerConfig.from_mamba_ssm({**MAMBA2_130M, **change})

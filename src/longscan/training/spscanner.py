@@ -38,7 +38,7 @@ from longscan.training.options import LENGTHS_WORDS, TrainOptions
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-    from longscan.models.token_scanner import TokenScannerConfig, TokenScannerModel
+    from longscan.models.spscanner import SPScannerConfig, SPScannerModel
 
 CPU_MAX_PARAMETERS = 10_000_000
 """Largest network (parameters outside the embedding) trained on a CPU. The 130m layout has
@@ -49,7 +49,7 @@ LabelledDocument = tuple[str, Document, np.ndarray]
 
 
 @dataclass(frozen=True)
-class TokenTrainConfig:
+class SPScannerTrainConfig:
     """The paper's schedule; ``batch_size`` examples per optimiser step (accumulated)."""
 
     lr: float = 1e-4
@@ -206,7 +206,7 @@ def cached_examples(
     return examples
 
 
-def check_trainable(config: TokenScannerConfig, device: str) -> None:
+def check_trainable(config: SPScannerConfig, device: str) -> None:
     """Refuse a network too large for the CPU, before any time is spent (counted on the
     meta device: nothing is allocated).
 
@@ -215,10 +215,10 @@ def check_trainable(config: TokenScannerConfig, device: str) -> None:
     """
     import torch
 
-    from longscan.models.token_scanner import TokenScannerModel
+    from longscan.models.spscanner import SPScannerModel
 
     with torch.device("meta"):
-        model = TokenScannerModel(config)
+        model = SPScannerModel(config)
     body = sum(p.numel() for n, p in model.named_parameters() if not n.startswith("embedding"))
     if not device.startswith("cuda") and body > CPU_MAX_PARAMETERS:
         raise ValueError(
@@ -228,7 +228,7 @@ def check_trainable(config: TokenScannerConfig, device: str) -> None:
         )
 
 
-def _schedule(config: TokenTrainConfig, steps: int) -> Any:
+def _schedule(config: SPScannerTrainConfig, steps: int) -> Any:
     """Linear warm-up for ``warmup`` of the steps, then a cosine from ``lr`` to ``min_lr``."""
     warmup = int(config.warmup * steps)
     floor = config.min_lr / config.lr if config.lr else 0.0
@@ -243,7 +243,7 @@ def _schedule(config: TokenTrainConfig, steps: int) -> Any:
 
 
 def batch_loss(
-    model: TokenScannerModel,
+    model: SPScannerModel,
     batch: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
     device: str,
     bfloat16: bool,
@@ -274,11 +274,11 @@ def batch_loss(
     return total
 
 
-def train_token_level(
+def train_spscanner(
     init: Path,
     out: Path,
     examples: TokenExamples,
-    config: TokenTrainConfig,
+    config: SPScannerTrainConfig,
     device: str | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
@@ -290,12 +290,12 @@ def train_token_level(
     """
     import torch
 
-    from longscan.devices import token_scanner_bfloat16, torch_device
+    from longscan.devices import spscanner_bfloat16, torch_device
 
     device = device or torch_device()
     model, _, info = load_spscanner(init)
     check_trainable(info.config, device)
-    bfloat16 = token_scanner_bfloat16(device)
+    bfloat16 = spscanner_bfloat16(device)
     torch.manual_seed(config.seed)
     model.to(device).train()
     optimizer = torch.optim.AdamW(
@@ -366,10 +366,10 @@ def train_from_options(options: TrainOptions) -> dict[str, Any]:
         options.max_per_source,
         options.data_cache,
     )
-    config = TokenTrainConfig(
+    config = SPScannerTrainConfig(
         lr=options.lr or 1e-4,
         batch_size=options.batch_size,
         epochs=options.epochs,
         seed=options.seed,
     )
-    return train_token_level(init, options.out, examples, config)
+    return train_spscanner(init, options.out, examples, config)

@@ -11,15 +11,15 @@ import pytest
 from typer.testing import CliRunner
 
 from longscan.cli import app
-from longscan.models.token_scanner import MAMBA2_130M, TokenScannerConfig
+from longscan.models.spscanner import MAMBA2_130M, SPScannerConfig
 from longscan.scanning.spscanner import load_spscanner, read_spscanner_info
-from longscan.training.token_level import (
+from longscan.training.spscanner import (
+    SPScannerTrainConfig,
     TokenExamples,
-    TokenTrainConfig,
     batch_loss,
     check_trainable,
     tokenize_examples,
-    train_token_level,
+    train_spscanner,
 )
 
 
@@ -48,8 +48,8 @@ def test_fine_tuning_lowers_the_weighted_bce_on_real_questions(
     converted_spscanner: Path, squad_examples: TokenExamples, tmp_path: Path
 ) -> None:
     before = _mean_loss(converted_spscanner, squad_examples)
-    config = TokenTrainConfig(lr=3e-3, min_lr=3e-4, batch_size=4, epochs=8, warmup=0.1)
-    report = train_token_level(
+    config = SPScannerTrainConfig(lr=3e-3, min_lr=3e-4, batch_size=4, epochs=8, warmup=0.1)
+    report = train_spscanner(
         converted_spscanner, tmp_path / "tuned", squad_examples, config, "cpu", progress=False
     )
     assert report["steps"] == 16
@@ -70,11 +70,11 @@ def test_examples_survive_a_cache_round_trip(squad_examples: TokenExamples, tmp_
 
 
 def test_the_130m_layout_is_refused_on_a_cpu_and_a_tiny_one_is_not() -> None:
-    config = TokenScannerConfig.from_mamba_ssm(MAMBA2_130M)
+    config = SPScannerConfig.from_mamba_ssm(MAMBA2_130M)
     with pytest.raises(ValueError, match="CUDA GPU"):
         check_trainable(config, "cpu")
     check_trainable(config, "cuda")
-    check_trainable(TokenScannerConfig(vocab_size=600, d_model=64, n_layer=2), "cpu")
+    check_trainable(SPScannerConfig(vocab_size=600, d_model=64, n_layer=2), "cpu")
 
 
 def test_cli_trains_a_converted_checkpoint_and_needs_init(

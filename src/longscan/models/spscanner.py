@@ -47,7 +47,7 @@ fine-tuned from: the layout the speed benchmark and the tests build with random 
 
 
 @dataclass(frozen=True)
-class TokenScannerConfig:
+class SPScannerConfig:
     """Shape of a token-level scanner (``mamba_ssm``'s ``MambaConfig`` with a Mamba-2 mixer).
 
     Attributes:
@@ -99,15 +99,15 @@ class TokenScannerConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TokenScannerConfig:
+    def from_dict(cls, data: Mapping[str, Any]) -> SPScannerConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error."""
         unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
-            raise ValueError(f"unknown token scanner settings: {', '.join(unknown)}")
+            raise ValueError(f"unknown SPScanner settings: {', '.join(unknown)}")
         return cls(**data)
 
     @classmethod
-    def from_mamba_ssm(cls, raw: Mapping[str, Any]) -> TokenScannerConfig:
+    def from_mamba_ssm(cls, raw: Mapping[str, Any]) -> SPScannerConfig:
         """Read ``mamba_ssm``'s ``MambaConfig`` (as saved in a checkpoint's config.json).
 
         Raises:
@@ -204,7 +204,7 @@ def _is_conv_weight(name: str) -> bool:
 # ----------------------------------------------------------------------------- model
 
 
-class TokenScannerModel(nn.Module):
+class SPScannerModel(nn.Module):
     """Reads ``question tokens + document tokens`` causally and gives every token a logit.
 
     ``embedding -> n_layer pre-norm Mamba-2 blocks -> RMSNorm -> binary_head``, as in the
@@ -213,7 +213,7 @@ class TokenScannerModel(nn.Module):
     length, and a run split into windows by the caller (passing ``state`` on) equals one pass.
     """
 
-    def __init__(self, config: TokenScannerConfig) -> None:
+    def __init__(self, config: SPScannerConfig) -> None:
         super().__init__()
         self.config = config
         mixer = config.mixer_config()
@@ -342,7 +342,7 @@ __all__ = [
     "MAMBA_SSM_LAYER_NAMES",
     "MAMBA_SSM_NAMES",
     "MAMBA_SSM_UNUSED",
-    "TokenScannerConfig",
-    "TokenScannerModel",
+    "SPScannerConfig",
+    "SPScannerModel",
     "mamba_ssm_name",
 ]
