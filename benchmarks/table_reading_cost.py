@@ -18,6 +18,7 @@ from pathlib import Path
 from longscan.documents import Document
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.readers.files import read_file
+from longscan.tables import row_context
 
 ENCODERS = ("all-MiniLM-L6-v2+int8/ctx128", "all-MiniLM-L6-v2+int8/ctx128+rows")
 FILING = Path("train-docs/sec-full-filings/aapl_aapl-10-q-2025-08-01.txt")
@@ -39,7 +40,7 @@ def main() -> None:
                 start = time.perf_counter()
                 encoder.encode_document(fresh)
                 seconds = time.perf_counter() - start
-                rows = len(fresh.row_context)
+                rows = len(row_context(fresh))
                 print(
                     f"{repeat} {encoder.name:36} {Path(document.id).name[:32]:32} "
                     f"{len(fresh.sentences):5} units {rows:4} rows {seconds:6.2f} s",

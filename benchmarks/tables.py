@@ -43,7 +43,7 @@ from longscan.encoders.contextual import TABLE_CONTEXT_SUFFIX, ContextualSentenc
 from longscan.progress import track
 from longscan.readers.files import read_file
 from longscan.rerankers.cross_encoder import get_reranker
-from longscan.tables import is_row, row_label
+from longscan.tables import is_row, row_context, row_label
 
 STOCK_ENCODER = "all-MiniLM-L6-v2+int8/ctx128"  # the scanner's vectors before any adapter
 FOLDERS = ("train-docs/sec-full-filings", "train-docs/cuad", "corpus/loong-docs/financial")
@@ -65,7 +65,7 @@ def units_table(data_dir: Path) -> None:
             count["terse"] += sum(len(text.split()) <= 12 for text in texts)
             count["rows"] += len(rows)
             count["alone"] += sum(int(sizes[document.sentence_paragraph[i]] == 1) for i in rows)
-            count["context"] += len(document.row_context)
+            count["context"] += len(row_context(document))
             count["breaks"] += sum("\n" in text for text in texts)
         units, rows = count["units"], max(count["rows"], 1)
         print(
@@ -79,7 +79,7 @@ def probes(document: Document) -> list[tuple[str, list[int], int]]:
     """(question, candidate rows, the right row) for labels found under two or more groups."""
     texts = document.sentence_texts()
     by_label: dict[str, list[tuple[int, str]]] = {}
-    for row, lines in document.row_context.items():
+    for row, lines in row_context(document).items():
         group = texts[lines[-1]].rstrip()
         label = row_label(texts[row])
         if group.endswith(":") and 1 <= len(label.split()) <= 6:

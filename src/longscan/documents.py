@@ -6,15 +6,17 @@ evidence can always be cited and highlighted in the user's original text.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import math
+import weakref
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from longscan.segment import (
 )
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def lone_surrogate(text: str) -> str | None:
@@ -138,20 +141,6 @@ class Document:
     def sentence_paragraph(self) -> np.ndarray:
         """Paragraph index of every sentence, ``(n,)`` int64."""
         return self._segmentation[2]
-
-    @cached_property
-    def row_context(self) -> dict[int, tuple[int, ...]]:
-        """Table rows' context units (title, column header, group label): ``tables``."""
-        from longscan.tables import row_context
-
-        return row_context(self)
-
-    @cached_property
-    def headings(self) -> np.ndarray:
-        """The nearest heading line above every unit, ``(n,)`` (``-1``: none): ``headings``."""
-        from longscan.headings import section_headings
-
-        return section_headings(self)
 
     def chunks(self, words_per_chunk: int = 300) -> np.ndarray:
         """Fixed word-count chunks, ``(m, 2)`` int64 spans."""
@@ -343,3 +332,18 @@ def check_unique_ids(documents: Sequence[Document]) -> None:
         if document.id in seen:
             raise DocumentError(f"duplicate document id {document.id!r} in the collection")
         seen.add(document.id)
+
+
+def per_document(compute: Callable[[Document], T]) -> Callable[[Document], T]:
+    """``compute(document)`` worked out once per document and kept while the document lives:
+    what the layers above read of a document's structure (its tables' row context, its
+    headings) without the document knowing those layers."""
+    results: weakref.WeakKeyDictionary[Document, T] = weakref.WeakKeyDictionary()
+
+    @functools.wraps(compute)
+    def memo(document: Document) -> T:
+        if document not in results:
+            results[document] = compute(document)
+        return results[document]
+
+    return memo

@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from longscan.documents import Document
+from longscan.documents import Document, per_document
 from longscan.tables import MAX_LABEL_WORDS, is_row
 
 _LETTERS = re.compile(r"[^\W\d_]")
@@ -32,6 +32,7 @@ def is_heading(text: str) -> bool:
     )
 
 
+@per_document
 def section_headings(document: Document) -> np.ndarray:
     """For every unit, the index of the nearest heading above it (``-1``: none). A heading is
     a paragraph holding one unit that ``is_heading``. A heading's own entry is ``-1``: plain

@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 
 from longscan.documents import Document, Evidence
-from longscan.tables import is_row, sentence_of
+from longscan.tables import is_row, row_context, sentence_of
 
 Order = Literal["score", "document"]
 
@@ -122,7 +122,7 @@ def with_table_context(
             continue
         if (hit.doc_id, sentence) in given:  # already placed as a row's context
             continue
-        for unit in document.row_context.get(sentence, ()):
+        for unit in row_context(document).get(sentence, ()):
             if (hit.doc_id, unit) not in given:
                 given.add((hit.doc_id, unit))
                 start, end = (int(v) for v in document.sentences[unit])
@@ -152,6 +152,6 @@ def _row_with_context(hit: Evidence, document: Document) -> Evidence:
     sentence = sentence_of(document, hit)
     if sentence is None:  # a chunk that starts on a row
         return hit
-    spans = (document.sentences[unit].tolist() for unit in document.row_context.get(sentence, ()))
+    spans = (document.sentences[unit].tolist() for unit in row_context(document).get(sentence, ()))
     context = tuple((start, end, document.text[start:end]) for start, end in spans)
     return replace(hit, context=context)

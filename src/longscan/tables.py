@@ -19,7 +19,7 @@ import functools
 import re
 from pathlib import Path
 
-from longscan.documents import Document, Evidence
+from longscan.documents import Document, Evidence, per_document
 from longscan.files import file_sha256
 
 LOOK_BACK = 80  # units above a row searched for its column header (a long statement's rows)
@@ -146,7 +146,7 @@ def context_texts(document: Document, row: int) -> list[str]:
     """The text of each unit that gives ``row`` its meaning (``row_context``), in order; none
     for a unit that is no table row with context."""
     spans = document.sentences
-    return [document.text[spans[i, 0] : spans[i, 1]] for i in document.row_context.get(row, ())]
+    return [document.text[spans[i, 0] : spans[i, 1]] for i in row_context(document).get(row, ())]
 
 
 def sentence_of(document: Document, evidence: Evidence) -> int | None:
@@ -169,6 +169,7 @@ def table_context(document: Document, evidence: Evidence) -> str:
     return " | ".join(" ".join(text.split()) for text in context_texts(document, row))
 
 
+@per_document
 def row_context(document: Document) -> dict[int, tuple[int, ...]]:
     """For each table row among the document's units, the units that give it meaning, in
     document order: the table's title block (up to ``TITLE_LINES`` label lines right above

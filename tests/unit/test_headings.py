@@ -29,7 +29,7 @@ def test_the_title_is_read_beside_a_sentence_paragraphs_below_it(data_dir: Path)
     item = build_squad_long("dev", 5_000, max_items=1, seed=0, data_dir=data_dir)[0]
     document = item.documents[0]
     paragraph = document.sentence_paragraph
-    heading = document.headings
+    heading = section_headings(document)
     # a paragraph's first sentence at least two paragraphs below its title
     index = next(
         i

@@ -135,7 +135,7 @@ def test_a_row_given_as_evidence_is_shown_to_the_answerer_with_its_table(
         f"[1] {' '.join(texts[row].split())} {{CONDENSED CONSOLIDATED"
     )
     assert row_line.endswith("| Cost of sales:}") and "2025" in row_line
-    assert filing.row_context[row + 1] == filing.row_context[row]
+    assert row_context(filing)[row + 1] == row_context(filing)[row]
     assert "{" not in next_row_line  # the same table, said once
     assert "{" not in chunk_line and "{" not in prose_line  # a chunk, and prose, get none
     assert format_evidence([unit(row)]) == f"[1] {' '.join(texts[row].split())}"
@@ -151,8 +151,8 @@ def test_a_ranked_row_brings_its_context_units_once_with_exact_offsets(
     services = next(i for i, t in enumerate(texts) if t.startswith("Services 6,698 6,296"))
     products = services - 1  # the row above it, in the same table and group
     prose = next(i for i, t in enumerate(texts) if t.endswith(".") and len(t.split()) > 12)
-    context = filing.row_context[services]
-    assert filing.row_context[products] == context and texts[products].startswith("Products")
+    context = row_context(filing)[services]
+    assert row_context(filing)[products] == context and texts[products].startswith("Products")
 
     def unit(index: int, score: float) -> Evidence:
         start, end = filing.sentences[index].tolist()

@@ -32,7 +32,7 @@ from longscan.encoders.minilm import (
     unit_rows,
     without_adapter,
 )
-from longscan.tables import context_texts, rules_digest
+from longscan.tables import context_texts, row_context, rules_digest
 
 DEFAULT_WINDOW_TOKENS = 256  # MiniLM was trained at 256 tokens or fewer
 TABLE_CONTEXT_SUFFIX = "+rows"
@@ -184,7 +184,7 @@ class ContextualSentenceEncoder:
         ``table_context``; otherwise none."""
         if not self.table_context:
             return {}
-        return {row: " ".join(context_texts(document, row)) for row in document.row_context}
+        return {row: " ".join(context_texts(document, row)) for row in row_context(document)}
 
     def encode_grouped(
         self,

@@ -31,6 +31,8 @@ import numpy as np
 from longscan.devices import cpu_bfloat16
 from longscan.documents import Document
 from longscan.encoders.adapter import AdapterConfig, merge_adapter, read_adapter
+from longscan.headings import section_headings
+from longscan.tables import row_context
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -76,8 +78,8 @@ def sentence_in_context(document: Document, index: int, headings: bool = True) -
     if index - 1 > first:
         context.add(index - 1)
     if not context:  # a line of its own: a table row reads with its title and header
-        context.update(document.row_context.get(index, ()))
-    heading = int(document.headings[index]) if headings else -1
+        context.update(row_context(document).get(index, ()))
+    heading = int(section_headings(document)[index]) if headings else -1
     if heading >= 0:
         context.add(heading)
     if not context:

@@ -48,7 +48,7 @@ from longscan.bench.builders import split_of
 from longscan.documents import Document, Evidence
 from longscan.progress import track
 from longscan.readers.files import read_file, read_paths
-from longscan.tables import table_context
+from longscan.tables import row_context, table_context
 from longscan.training.data import DECONTAMINATION_THRESHOLD, contamination, says_something
 
 Strategy = Literal["chunk", "table", "pair", "link"]
@@ -293,7 +293,7 @@ class SourceDocument:
 
     def is_row(self, chunk: tuple[int, int]) -> list[bool]:
         """Whether each line of ``chunk`` is a table row read with context."""
-        rows = self.document.row_context
+        rows = row_context(self.document)
         return [i in rows for i in range(*chunk)]
 
     @cached_property

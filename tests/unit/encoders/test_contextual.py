@@ -8,6 +8,7 @@ from longscan.documents import Document
 from longscan.encoders import get_encoder
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.readers.files import read_file
+from longscan.tables import row_context
 
 PARAGRAPH = "The lighthouse keeper lit the lamp at dusk. Ships passed safely all night."
 
@@ -92,9 +93,9 @@ def test_a_table_row_reads_after_its_title_header_and_group(filing_path) -> None
     before, after = plain.encode_document(filing), rows.encode_document(filing)
     texts = filing.sentence_texts()
     changed = np.flatnonzero((before * after).sum(axis=1) < 1 - 1e-5)
-    assert len(changed) > 50 and set(changed.tolist()) <= set(filing.row_context)
-    services = [i for i in filing.row_context if texts[i].startswith("Services ")]
-    cost = next(i for i in services if texts[filing.row_context[i][-1]] == "Cost of sales:")
+    assert len(changed) > 50 and set(changed.tolist()) <= set(row_context(filing))
+    services = [i for i in row_context(filing) if texts[i].startswith("Services ")]
+    cost = next(i for i in services if texts[row_context(filing)[i][-1]] == "Cost of sales:")
     question = get_encoder().encode(["cost of sales for services"])[0]
     assert max(services, key=lambda i: after[i] @ question) == cost
     assert max(services, key=lambda i: before[i] @ question) != cost

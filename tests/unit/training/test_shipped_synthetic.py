@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from longscan.documents import Document
+from longscan.tables import row_context
 from longscan.training.data import contamination, evaluation_fingerprints
 from longscan.training.synthetic import SyntheticExample, parse_examples, read_examples
 
@@ -187,11 +188,11 @@ def test_a_labelled_rows_context_lines_are_negatives_only_when_asked(data_dir: P
         document, plain = synthetic_labels(example)
         _, relabelled = synthetic_labels(example, row_context_negative=True)
         context = {
-            unit for row, units in document.row_context.items() if plain[row] for unit in units
+            unit for row, units in row_context(document).items() if plain[row] for unit in units
         }
         for unit, (before, after) in enumerate(zip(plain, relabelled, strict=True)):
             assert after == (0.0 if unit in context else before)
-        rows = [row for row in document.row_context if plain[row] and row not in context]
+        rows = [row for row in row_context(document) if plain[row] and row not in context]
         assert all(relabelled[row] == 1 for row in rows)
         turned += int(plain.sum() - relabelled.sum())
         text = document.sentence_texts()
