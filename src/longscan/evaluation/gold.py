@@ -171,7 +171,11 @@ def sentences_of_units(
 
 
 def normalize_text(text: str) -> str:
-    """Lowercase and collapse every run of white space to one space (ends stripped)."""
+    """Lowercase and collapse every run of white space to one space (ends stripped).
+
+    The one rule by which answers are found in text and training data is decontaminated
+    (``longscan.training.data.fingerprint``), so both see the same text as equal.
+    """
     return _SPACES.sub(" ", text.lower()).strip()
 
 

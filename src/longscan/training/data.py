@@ -37,7 +37,7 @@ from longscan.bench.items import QAItem
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, built_once
 from longscan.encoders.contextual import ContextualSentenceEncoder
-from longscan.evaluation.gold import gold_unit_labels
+from longscan.evaluation.gold import gold_unit_labels, normalize_text
 from longscan.files import default_cache_dir, file_sha256
 from longscan.progress import track
 from longscan.readers.files import read_file
@@ -55,18 +55,14 @@ EVALUATION_ONLY = ("leval-coursera", "leval-financial", "loong")
 DECONTAMINATION_THRESHOLD = 0.01
 ExampleRow = tuple[str, tuple[int, ...], np.ndarray, str]
 """An example before encoding: its query, the documents it reads, their labels, its source."""
-_SPACES = re.compile(r"\s+")
 FINGERPRINT_BYTES = 12
 
 
-def normalize_sentence(text: str) -> str:
-    return _SPACES.sub(" ", text).strip().lower()
-
-
 def fingerprint(sentence: str) -> bytes:
-    """A short hash of the normalised sentence (exact match after normalisation)."""
+    """A short hash of the sentence under ``normalize_text``, the rule answers are matched by,
+    so a sentence differing from evaluation text only in case or white space still counts."""
     return hashlib.blake2b(
-        normalize_sentence(sentence).encode(), digest_size=FINGERPRINT_BYTES
+        normalize_text(sentence).encode(), digest_size=FINGERPRINT_BYTES
     ).digest()
 
 
