@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from longscan.bench.builders import build_benchmark, squad_articles
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.documents import Document
 from longscan.encoders.adapter import CONFIG_FILE
 from longscan.progress import track

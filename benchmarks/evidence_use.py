@@ -33,7 +33,7 @@ from longscan.answering.llm import resolve_config
 from longscan.answering.pipelines import Answer
 from longscan.answering.prompts import ANSWER_CLOSED_BOOK, versions
 from longscan.bench.builders import build_benchmark
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.evaluation.answers import exact_match, sub_em, token_f1
 from longscan.pipeline import Pipeline
 from longscan.progress import track

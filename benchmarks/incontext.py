@@ -38,7 +38,7 @@ import numpy as np
 import typer
 
 from longscan.bench.builders import build_benchmark
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.documents import Evidence
 from longscan.evaluation.answers import sub_em
 from longscan.evaluation.budgets import budget_evidence

@@ -35,7 +35,7 @@ from longscan.bench.datasets import (
     load_squad,
     stable_id,
 )
-from longscan.bench.items import GoldSpan, QAItem
+from longscan.items import GoldSpan, QAItem
 from longscan.documents import Document
 from longscan.segment import count_words
 

@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from longscan.bench.items import QAItem, instructed_query
+from longscan.items import QAItem, instructed_query
 from longscan.documents import Document
 from longscan.readers.files import read_file
 from longscan.segment import count_words, sentence_spans_in

@@ -28,7 +28,7 @@ from longscan.answering.pipelines import Answer, answer_full_context, evidence_l
 from longscan.answering.prompts import LOCALIZE_DOCUMENTS, versions
 from longscan.answering.tokens import count_tokens
 from longscan.bench.builders import build_benchmark, build_leval, build_loong
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.bench.runner import make_retriever
 from longscan.documents import Document, Evidence
 from longscan.evaluation.answers import (

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.documents import Evidence
 from longscan.evaluation.gold import contains_answer, covered_gold_spans, normalize_answer
 from longscan.evaluation.measures import Measure

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.evaluation.budgets import DEFAULT_BUDGETS, budget_scores
 from longscan.evaluation.gold import gold_documents, gold_sentences, sentences_of_units
 from longscan.evaluation.measures import (

@@ -20,7 +20,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.documents import Document
 from longscan.retrievers.base import CHUNK_WORDS
 

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from longscan.bench.items import GoldSpan, QAItem
+from longscan.items import GoldSpan, QAItem
 from longscan.documents import Document
 from longscan.retrievers.base import Retriever, UnitKind, Units
 

@@ -33,7 +33,7 @@ from longscan.bench.builders import (
     squad_articles,
 )
 from longscan.bench.datasets import MultiHopParagraph, default_data_dir
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, built_once
 from longscan.encoders.contextual import ContextualSentenceEncoder

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from longscan.bench.items import instructed_query
+from longscan.items import instructed_query
 
 OPENERS = (
     "You are a careful research assistant.",

@@ -32,7 +32,7 @@ from longscan.answering.extractive import (
     join_evidence,
 )
 from longscan.bench.builders import build_multihop, build_squad_long
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.documents import Document, Evidence
 from longscan.encoders.adapter import AdapterConfig, adapter_tensors, save_adapter
 from longscan.evaluation.answers import exact_match, token_f1

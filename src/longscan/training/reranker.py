@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from longscan.bench.builders import build_multihop, build_squad_long
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.documents import Document
 from longscan.encoders.adapter import AdapterConfig, adapter_tensors, save_adapter
 from longscan.encoders.minilm import SentenceEncoder

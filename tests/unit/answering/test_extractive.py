@@ -18,7 +18,7 @@ from longscan.answering.extractive import (
     load_reader_model,
 )
 from longscan.bench.builders import build_squad_long
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.documents import Document, Evidence
 from longscan.encoders.adapter import WEIGHTS_FILE, AdapterError
 from longscan.evaluation.answers import token_f1

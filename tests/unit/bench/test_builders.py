@@ -17,7 +17,7 @@ from longscan.bench.builders import (
     squad_articles,
 )
 from longscan.bench.datasets import load_hotpotqa, load_leval, load_loong
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.segment import count_words
 
 BUILT = ["squad-long", "hotpotqa-long", "musique-long", "hotpotqa-collection", "musique-collection"]

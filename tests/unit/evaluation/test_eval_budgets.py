@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from longscan.bench.items import GoldSpan, QAItem
+from longscan.items import GoldSpan, QAItem
 from longscan.documents import Document, Evidence
 from longscan.evaluation.budgets import budget_evidence, budget_scores
 from longscan.evaluation.measures import parse_measures

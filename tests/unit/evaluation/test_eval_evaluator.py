@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from longscan.bench.items import GoldSpan, QAItem
+from longscan.items import GoldSpan, QAItem
 from longscan.documents import Document, Evidence
 from longscan.evaluation.evaluator import (
     EvaluationResult,

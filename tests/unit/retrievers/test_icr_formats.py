@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from longscan.bench.items import QAItem
+from longscan.items import QAItem
 from longscan.incontext.docids import CUES, Format
 from longscan.incontext.reader import InContextReader, finished
 from longscan.retrievers.docids import chunk_passages

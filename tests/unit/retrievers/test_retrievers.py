@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from longscan.bench.items import GoldSpan, QAItem
+from longscan.items import GoldSpan, QAItem
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache
 from longscan.lexical.fusion import fuse_rankings, reciprocal_rank_fusion, score_fusion

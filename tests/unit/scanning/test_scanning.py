@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from longscan.bench.items import instructed_query
+from longscan.items import instructed_query
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.minilm import get_encoder
