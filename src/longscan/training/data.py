@@ -42,6 +42,7 @@ from longscan.files import default_cache_dir, file_sha256
 from longscan.progress import track
 from longscan.readers.files import read_file
 from longscan.scanning.features import LexicalFeatures
+from longscan.tables import row_context
 from longscan.training.instructions import with_instruction_copies
 
 if TYPE_CHECKING:
@@ -456,7 +457,7 @@ def synthetic_labels(
         np.float32,
     )
     if row_context_negative:
-        for row, context in document.row_context.items():
+        for row, context in row_context(document).items():
             if labels[row]:
                 labels[list(context)] = 0.0
     return document, labels
