@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from longscan.bench.builders import build_benchmark, squad_articles
-from longscan.items import QAItem
 from longscan.documents import Document
 from longscan.encoders.adapter import CONFIG_FILE
+from longscan.items import QAItem
 from longscan.progress import track
 from longscan.rerankers.abstention import JUDGED_SPANS, abstain_below, best_judgement
 from longscan.retrievers import get_retriever

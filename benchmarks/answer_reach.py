@@ -22,10 +22,10 @@ from __future__ import annotations
 import argparse
 
 from longscan.bench.builders import build_benchmark
-from longscan.items import QAItem
 from longscan.documents import Evidence
 from longscan.evaluation.budgets import budget_evidence
 from longscan.evaluation.gold import contains_answer
+from longscan.items import QAItem
 from longscan.retrievers.registry import get_retriever
 from longscan.segment import count_words
 from longscan.selection import with_table_context

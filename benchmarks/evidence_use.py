@@ -33,8 +33,8 @@ from longscan.answering.llm import resolve_config
 from longscan.answering.pipelines import Answer
 from longscan.answering.prompts import ANSWER_CLOSED_BOOK, versions
 from longscan.bench.builders import build_benchmark
-from longscan.items import QAItem
 from longscan.evaluation.answers import exact_match, sub_em, token_f1
+from longscan.items import QAItem
 from longscan.pipeline import Pipeline
 from longscan.progress import track
 from longscan.retrievers import get_retriever

@@ -38,7 +38,6 @@ import numpy as np
 import typer
 
 from longscan.bench.builders import build_benchmark
-from longscan.items import QAItem
 from longscan.documents import Evidence
 from longscan.evaluation.answers import sub_em
 from longscan.evaluation.budgets import budget_evidence
@@ -46,6 +45,7 @@ from longscan.evaluation.evaluator import evaluate
 from longscan.incontext.decoding import Reading, continuation_logprob, greedy, read
 from longscan.incontext.docids import CUES, Format, Passage, build_prompt, parse_answer
 from longscan.incontext.reader import finished
+from longscan.items import QAItem
 from longscan.progress import track
 from longscan.retrievers import get_retriever
 from longscan.retrievers.docids import chunk_passages

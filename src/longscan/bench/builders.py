@@ -35,8 +35,8 @@ from longscan.bench.datasets import (
     load_squad,
     stable_id,
 )
-from longscan.items import GoldSpan, QAItem
 from longscan.documents import Document
+from longscan.items import GoldSpan, QAItem
 from longscan.segment import count_words
 
 DEFAULT_TARGET_WORDS = 20_000

@@ -21,8 +21,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from longscan.items import QAItem, instructed_query
 from longscan.documents import Document
+from longscan.items import QAItem, instructed_query
 from longscan.readers.files import read_file
 from longscan.segment import count_words, sentence_spans_in
 from longscan.settings import BenchData

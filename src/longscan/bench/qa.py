@@ -28,7 +28,6 @@ from longscan.answering.pipelines import Answer, answer_full_context, evidence_l
 from longscan.answering.prompts import LOCALIZE_DOCUMENTS, versions
 from longscan.answering.tokens import count_tokens
 from longscan.bench.builders import build_benchmark, build_leval, build_loong
-from longscan.items import QAItem
 from longscan.bench.runner import make_retriever
 from longscan.documents import Document, Evidence
 from longscan.evaluation.answers import (
@@ -39,6 +38,7 @@ from longscan.evaluation.answers import (
     token_f1,
 )
 from longscan.evaluation.measures import Measure, document_scores
+from longscan.items import QAItem
 from longscan.pipeline import Pipeline
 from longscan.progress import track
 from longscan.retrievers.base import Retriever

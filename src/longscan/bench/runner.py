@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from longscan.bench.builders import build_benchmark
-from longscan.items import QAItem, instructed_query
 from longscan.evaluation import EvaluationResult, evaluate
 from longscan.evaluation.report import markdown_table, plot_by_length, write_json
+from longscan.items import QAItem, instructed_query
 from longscan.retrievers import OracleRetriever, get_retriever
 from longscan.retrievers.base import Retriever
 

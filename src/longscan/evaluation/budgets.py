@@ -26,10 +26,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from longscan.items import QAItem
 from longscan.documents import Evidence
 from longscan.evaluation.gold import contains_answer, covered_gold_spans, normalize_answer
 from longscan.evaluation.measures import Measure
+from longscan.items import QAItem
 
 DEFAULT_BUDGETS = (100, 300, 1000, 2000)
 

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from longscan.items import QAItem
 from longscan.evaluation.budgets import DEFAULT_BUDGETS, budget_scores
 from longscan.evaluation.gold import gold_documents, gold_sentences, sentences_of_units
 from longscan.evaluation.measures import (
@@ -29,6 +28,7 @@ from longscan.evaluation.measures import (
     parse_measures,
     sentence_scores,
 )
+from longscan.items import QAItem
 from longscan.progress import track
 from longscan.retrievers.base import Retriever
 from longscan.selection import with_table_context

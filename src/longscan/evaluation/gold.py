@@ -20,8 +20,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from longscan.items import QAItem
 from longscan.documents import Document
+from longscan.items import QAItem
 from longscan.retrievers.base import CHUNK_WORDS
 
 _SPACES = re.compile(r"\s+")

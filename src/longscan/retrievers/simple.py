@@ -8,8 +8,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from longscan.items import GoldSpan, QAItem
 from longscan.documents import Document
+from longscan.items import GoldSpan, QAItem
 from longscan.retrievers.base import Retriever, UnitKind, Units
 
 

@@ -33,12 +33,12 @@ from longscan.bench.builders import (
     squad_articles,
 )
 from longscan.bench.datasets import MultiHopParagraph, default_data_dir
-from longscan.items import QAItem
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, built_once
 from longscan.encoders.contextual import ContextualSentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels, normalize_text
 from longscan.files import default_cache_dir, file_sha256
+from longscan.items import QAItem
 from longscan.progress import track
 from longscan.readers.files import read_file
 from longscan.scanning.features import LexicalFeatures

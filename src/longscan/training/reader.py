@@ -32,11 +32,11 @@ from longscan.answering.extractive import (
     join_evidence,
 )
 from longscan.bench.builders import build_multihop, build_squad_long
-from longscan.items import QAItem
 from longscan.documents import Document, Evidence
 from longscan.encoders.adapter import AdapterConfig, adapter_tensors, save_adapter
 from longscan.evaluation.answers import exact_match, token_f1
 from longscan.evaluation.gold import gold_unit_labels
+from longscan.items import QAItem
 from longscan.progress import track
 from longscan.training.finetune import add_lora, dataset_class, logged_losses, recipe_card
 from longscan.training.reranker import OWN_PARAGRAPHS_ONLY, TRAINING_SPLIT, training_sources

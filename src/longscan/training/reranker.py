@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from longscan.bench.builders import build_multihop, build_squad_long
-from longscan.items import QAItem
 from longscan.documents import Document
 from longscan.encoders.adapter import AdapterConfig, adapter_tensors, save_adapter
 from longscan.encoders.minilm import SentenceEncoder
 from longscan.evaluation.gold import gold_unit_labels
+from longscan.items import QAItem
 from longscan.lexical.bm25 import build_index, tokenize
 from longscan.progress import track
 from longscan.rerankers.cross_encoder import base_cross_encoder, join_hop, sentence_in_context

@@ -18,11 +18,11 @@ from longscan.answering.extractive import (
     load_reader_model,
 )
 from longscan.bench.builders import build_squad_long
-from longscan.items import QAItem
 from longscan.documents import Document, Evidence
 from longscan.encoders.adapter import WEIGHTS_FILE, AdapterError
 from longscan.evaluation.answers import token_f1
 from longscan.evaluation.gold import gold_unit_labels
+from longscan.items import QAItem
 
 QUESTIONS = 8
 

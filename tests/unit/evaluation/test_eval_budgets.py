@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from longscan.items import GoldSpan, QAItem
 from longscan.documents import Document, Evidence
 from longscan.evaluation.budgets import budget_evidence, budget_scores
 from longscan.evaluation.measures import parse_measures
+from longscan.items import GoldSpan, QAItem
 
 
 def test_overflowing_unit_is_cut_to_the_remaining_words_with_exact_end(piece):

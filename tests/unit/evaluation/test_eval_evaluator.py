@@ -7,7 +7,6 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from longscan.items import GoldSpan, QAItem
 from longscan.documents import Document, Evidence
 from longscan.evaluation.evaluator import (
     EvaluationResult,
@@ -15,6 +14,7 @@ from longscan.evaluation.evaluator import (
     evaluate,
     evidence_position,
 )
+from longscan.items import GoldSpan, QAItem
 from longscan.readers.files import read_file
 from longscan.retrievers.base import Retriever, Units
 from longscan.tables import context_texts

@@ -3,7 +3,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from longscan.items import GoldSpan, QAItem
 from longscan.documents import Document
 from longscan.evaluation.gold import (
     contains_answer,
@@ -15,6 +14,7 @@ from longscan.evaluation.gold import (
     overlap_labels,
     sentences_of_units,
 )
+from longscan.items import GoldSpan, QAItem
 
 
 def test_overlap_needs_a_shared_character():

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from longscan.items import QAItem
 from longscan.incontext.docids import CUES, Format
 from longscan.incontext.reader import InContextReader, finished
+from longscan.items import QAItem
 from longscan.retrievers.docids import chunk_passages
 
 

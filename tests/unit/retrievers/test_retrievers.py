@@ -3,9 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from longscan.items import GoldSpan, QAItem
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache
+from longscan.items import GoldSpan, QAItem
 from longscan.lexical.fusion import fuse_rankings, reciprocal_rank_fusion, score_fusion
 from longscan.retrievers import (
     BM25Retriever,

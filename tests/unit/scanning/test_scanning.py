@@ -3,10 +3,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from longscan.items import instructed_query
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.minilm import get_encoder
+from longscan.items import instructed_query
 from longscan.retrievers.scanner import ScannerRetriever
 from longscan.scanning import Scanner, SlidingWindow
 from longscan.scanning import features as features_module
