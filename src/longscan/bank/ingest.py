@@ -33,8 +33,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from longscan.bank.indexes import embed_openings
+from longscan.bank.records import groups
 from longscan.bank.search import scanned_part
-from longscan.bank.store import MemoryBank, embed_openings, groups
+from longscan.bank.store import MemoryBank
 from longscan.devices import peak_rss_bytes
 from longscan.documents import Document, places_to_json
 from longscan.encoders.external import PACKAGED

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from longscan.bank.store import DenseIndexError, MemoryBank
+from longscan.bank.errors import DenseIndexError
+from longscan.bank.store import MemoryBank
 from longscan.documents import Document, Evidence
 from longscan.lexical.fusion import fuse_rankings
 from longscan.selection import cite_table_context

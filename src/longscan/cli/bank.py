@@ -102,9 +102,10 @@ def bank_add(
     the indexes, batch by batch. Running it again after an interruption resumes: committed
     documents are skipped."""
     from longscan.bank import MemoryBank
+    from longscan.bank.errors import BankError
     from longscan.bank.ingest import ingest
+    from longscan.bank.records import from_files
     from longscan.bank.search import SCANNED_TOKENS
-    from longscan.bank.store import BankError, from_files
     from longscan.documents import DocumentError
     from longscan.parallel import execution
     from longscan.readers.files import iter_paths
@@ -129,7 +130,7 @@ def bank_remove(
     """Remove documents from the bank and its indexes; exit 1 when a key is not in the bank
     (the others are removed)."""
     from longscan.bank import MemoryBank
-    from longscan.bank.store import BankError
+    from longscan.bank.errors import BankError
 
     try:
         store = MemoryBank(_bank_folder(bank), create=False)
@@ -149,7 +150,7 @@ def bank_remove(
 def bank_stats(bank: BankFolder = None) -> None:
     """Documents and tokens per domain, what is not indexed yet, and each index's entries."""
     from longscan.bank import MemoryBank
-    from longscan.bank.store import BankError
+    from longscan.bank.errors import BankError
 
     try:
         console.print_json(json.dumps(MemoryBank(_bank_folder(bank), create=False).stats()))
@@ -162,7 +163,7 @@ def bank_check(bank: BankFolder = None) -> None:
     """Compare the documents with the BM25 and dense indexes, id by id; exit 1 unless every
     document is in both, once (`longscan bank repair` mends that)."""
     from longscan.bank import MemoryBank
-    from longscan.bank.store import BankError
+    from longscan.bank.errors import BankError
 
     folder = _bank_folder(bank)
     try:
@@ -180,7 +181,7 @@ def bank_repair(bank: BankFolder = None) -> None:
     """Make both indexes agree with the documents: rebuild an unreadable index, drop entries
     of deleted documents, index again what is missing. Prints what it found."""
     from longscan.bank import MemoryBank
-    from longscan.bank.store import BankError
+    from longscan.bank.errors import BankError
 
     try:
         store = MemoryBank(_bank_folder(bank), create=False)
@@ -207,7 +208,7 @@ def bank_search(
 ) -> None:
     """Find the evidence documents (and, two-stage, sentences with offsets) for a question."""
     from longscan.bank import MemoryBank, search
-    from longscan.bank.store import BankError
+    from longscan.bank.errors import BankError
     from longscan.retrievers.base import validate_query
 
     try:
@@ -273,7 +274,7 @@ def bank_ask(
     from longscan.answering.answerers import get_answerer
     from longscan.bank import MemoryBank
     from longscan.bank.answer import ask as ask_bank
-    from longscan.bank.store import BankError
+    from longscan.bank.errors import BankError
     from longscan.pipeline import Pipeline
     from longscan.retrievers.base import validate_query
     from longscan.scanning.scanner import Scanner

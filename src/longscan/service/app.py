@@ -47,7 +47,8 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from longscan import __version__
-from longscan.bank.store import BankBusy, DocumentInfo
+from longscan.bank.errors import BankBusy
+from longscan.bank.records import DocumentInfo
 from longscan.documents import DocumentError, Evidence
 from longscan.retrievers.base import MAX_QUERY_CHARS
 from longscan.service.engine import Abandoned, Busy, Engine, TimedOut, UnknownDocument

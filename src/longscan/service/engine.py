@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from longscan.bank.store import DocumentInfo
+from longscan.bank.records import DocumentInfo
 from longscan.documents import Document
 from longscan.readers.files import read_file
 from longscan.service.settings import ServiceSettings

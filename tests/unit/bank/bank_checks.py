@@ -13,8 +13,8 @@ def assert_each_document_once(bank: MemoryBank, documents: list[Document]) -> No
     assert bank.stats()["not_indexed"] == 0
     ids = [bank.id_of(d.id) for d in documents]
     assert [b.text for b in bank.get(ids)] == [d.text for d in documents]  # type: ignore[arg-type]
-    dense = bank._dense_index()  # HNSW search is approximate: check the index itself
+    dense = bank.indexes.dense()  # HNSW search is approximate: check the index itself
     assert len(dense) == len(documents) and all(i in dense for i in ids)
-    bm25 = bank._bm25_index()
+    bm25 = bank.indexes.bm25()
     bm25.reload()
     assert bm25.searcher().num_docs == len(documents)

@@ -33,7 +33,7 @@ def test_crud_survives_a_restart(tmp_path: Path, paragraphs: list[Document]) -> 
     assert reopened.remove([paragraphs[0].id]) == 1
     again = MemoryBank(tmp_path)
     assert len(again) == len(paragraphs) - 1 and again.id_of(paragraphs[0].id) is None
-    assert removed not in again._dense_index()  # gone from both indexes, after a restart
+    assert removed not in again.indexes.dense()  # gone from both indexes, after a restart
     assert removed not in [i for i, _ in again.search_bm25(paragraphs[0].text[:200], 50)]
     catalog = again.catalog()  # what the service lists: oldest first, the update in place
     assert [entry.key for entry in catalog] == [p.id for p in paragraphs[1:]]

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from longscan.bank import MemoryBank
+from longscan.bank.errors import BankError
 from longscan.bank.ingest import ingest
-from longscan.bank.store import BankError
 from longscan.documents import Document
 from longscan.encoders.external import ExternalEncoder
 from longscan.encoders.minilm import EMBEDDING_DIM, packaged_model
@@ -46,7 +46,7 @@ def test_the_bank_searches_with_the_encoder_it_was_built_with(
     reopened = MemoryBank(tmp_path)  # no encoder named: the recorded one
     ingest(reopened, documents[8:], progress=False)
     assert reopened.stats()["encoder"] == str(projected_model.resolve())
-    assert reopened._dense_index().ndim == WIDTH and len(reopened._dense_index()) == 12
+    assert reopened.indexes.dense().ndim == WIDTH and len(reopened.indexes.dense()) == 12
 
     model = ExternalEncoder(str(projected_model))
     openings = model.encode([d.text for d in documents])
@@ -67,7 +67,7 @@ def test_another_encoder_is_refused_and_old_banks_keep_the_packaged_one(
 
     plain = MemoryBank(tmp_path / "plain")
     ingest(plain, paragraphs[:2], progress=False)
-    assert plain.stats()["encoder"] == "minilm" and plain._dense_index().ndim == 384
+    assert plain.stats()["encoder"] == "minilm" and plain.indexes.dense().ndim == 384
     with pytest.raises(BankError, match="'minilm', not"):
         MemoryBank(tmp_path / "plain", encoder=str(projected_model))
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from longscan.bank import MemoryBank
-from longscan.bank.store import embed_openings
+from longscan.bank.indexes import embed_openings
 from longscan.documents import Document
 
 CLI = "import sys; from longscan.cli import app; sys.argv[0] = 'longscan'; app()"

@@ -19,9 +19,9 @@ from bank_checks import assert_each_document_once
 from typer.testing import CliRunner
 
 from longscan.bank import MemoryBank, search
+from longscan.bank.indexes import embed_openings
 from longscan.bank.ingest import Encoded, IngestReport, encode_batch, ingest
 from longscan.bank.search import SCANNED_TOKENS
-from longscan.bank.store import embed_openings
 from longscan.bench.ladder import Answer, LadderQuery, answer_queries, evaluate_rung
 from longscan.cli import app
 from longscan.documents import Document
@@ -92,7 +92,7 @@ def test_a_crash_between_checkpoints_is_redone_without_duplicates(
         progress=False,
     )
     left = MemoryBank(crashed)
-    assert left.stats()["not_indexed"] == 8 and len(left._dense_index()) == 0
+    assert left.stats()["not_indexed"] == 8 and len(left.indexes.dense()) == 0
     report = ingest(left, documents, batch_documents=4, progress=False)
     assert (report.indexed, report.added, report.unchanged) == (20, 12, 8)
     assert_each_document_once(MemoryBank(crashed), documents)
@@ -116,7 +116,7 @@ def test_an_update_replaces_the_document_in_both_indexes_across_a_restart(
     assert reopened.search_bm25(operators, 1)[0][0] == doc_id
     old_word = max(old.text.split(), key=len).strip(".,;:()\"'")
     assert doc_id not in [i for i, _ in reopened.search_bm25(old_word, 50)]
-    stored = reopened._dense_index().get(doc_id)
+    stored = reopened.indexes.dense().get(doc_id)
     assert np.allclose(stored, embed_openings([new.text])[0], atol=1e-5)
     expected = [*documents[:2], new, *documents[3:]]
     assert_each_document_once(reopened, expected)
@@ -207,7 +207,7 @@ WRITER = """
 import sys, time
 from pathlib import Path
 from longscan.bank import MemoryBank
-from longscan.documents import iter_paths
+from longscan.readers.files import iter_paths
 
 folder, bank, go = sys.argv[1:]
 store = MemoryBank(Path(bank))
@@ -248,7 +248,7 @@ def test_two_writer_processes_into_one_bank_lose_nothing(
     stored = MemoryBank(bank)
     assert len(stored) == 200 and stored.stats()["not_indexed"] == 0
     ids = [doc_id for (doc_id,) in stored.db.execute("SELECT id FROM documents")]
-    dense = stored._dense_index()
+    dense = stored.indexes.dense()
     assert len(dense) == 200 and all(i in dense for i in ids)
     assert stored.stats()["index_entries"] == {"bm25": 200, "dense": 200}
     assert stored.check().ok
@@ -259,7 +259,7 @@ def test_ingestion_holds_the_writer_lock_from_start_to_end(
 ) -> None:
     """The dense index grows in memory between checkpoints: no other writer may save
     meanwhile."""
-    from longscan.bank.store import BankBusy
+    from longscan.bank.errors import BankBusy
 
     other = MemoryBank(tmp_path, lock_timeout=0)
     refused = []

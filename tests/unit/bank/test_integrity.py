@@ -12,8 +12,8 @@ from bank_checks import assert_each_document_once
 from typer.testing import CliRunner
 
 from longscan.bank import MemoryBank
+from longscan.bank.errors import BankBusy, BankError, BankNotFound, DenseIndexError
 from longscan.bank.search import first_stage
-from longscan.bank.store import BankBusy, BankError, BankNotFound, DenseIndexError
 from longscan.cli import app
 from longscan.documents import Document
 
@@ -43,13 +43,13 @@ def _output(result: object) -> str:
 def test_a_writer_saves_over_no_other_writers_dense_entries(tmp_path: Path) -> None:
     first, second = _docs("a", 3), _docs("b", 3)
     one, two = MemoryBank(tmp_path), MemoryBank(tmp_path)  # two processes' views of one bank
-    assert len(one._dense_index()) == len(two._dense_index()) == 0  # both loaded, empty
+    assert len(one.indexes.dense()) == len(two.indexes.dense()) == 0  # both loaded, empty
     one.add(first)
     one.sync(progress=False)
     two.add(second)
     two.sync(progress=False)  # saves its in-memory index: it must first load one's entries
     assert_each_document_once(MemoryBank(tmp_path), first + second)
-    assert len(one._dense_index()) == 6  # a reader sees what another process saved
+    assert len(one.indexes.dense()) == 6  # a reader sees what another process saved
 
 
 def test_a_second_writer_waits_for_the_lock_or_gives_up_with_who_holds_it(
@@ -72,9 +72,9 @@ def test_check_finds_what_the_indexes_lack_and_repair_puts_it_back(tmp_path: Pat
     assert bank.check().ok
     lost, stray, orphan = bank.id_of("d2"), bank.id_of("d4"), bank.id_of("d5")
     with bank.writing():  # what a lost save leaves: rows flagged indexed, entries gone
-        bank._dense_index().remove(lost)
-        bank._save_dense()
-        writer = bank._bm25_index().writer(heap_size=50_000_000, num_threads=1)
+        bank.indexes.dense().remove(lost)
+        bank.indexes.save_dense()
+        writer = bank.indexes.bm25().writer(heap_size=50_000_000, num_threads=1)
         writer.delete_documents_by_term("doc_id", stray)
         writer.commit()
         writer.wait_merging_threads()
