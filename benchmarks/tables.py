@@ -172,7 +172,7 @@ def with_title_lines(lines: int) -> Rule:
         default = tables.TITLE_LINES
         tables.TITLE_LINES = lines
         try:
-            return tables.row_context(document)
+            return tables.row_context.__wrapped__(document)  # not the per-document memo
         finally:
             tables.TITLE_LINES = default
 

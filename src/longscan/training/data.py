@@ -442,7 +442,7 @@ def synthetic_labels(
     that ``says_something``.
 
     ``row_context_negative``: a labelled line that is the title, column header or group of a
-    labelled table row (``Document.row_context``) is labelled 0. Evidence always carries a
+    labelled table row (``tables.row_context``) is labelled 0. Evidence always carries a
     row's context with it, so such a line is what the row is read with, not evidence of its
     own; a writer who labels the run of lines down to the figure labels it too (17% of the
     committed table examples' labels). A labelled row is processed before any row below it,

@@ -52,7 +52,7 @@ def test_a_later_question_imports_no_torch(novel_path: Path) -> None:
     without importing torch (about two seconds of a question's start), the tuned encoder
     included."""
     ask = (
-        "import sys; from longscan.documents import read_file; "
+        "import sys; from longscan.readers.files import read_file; "
         "from longscan.retrievers import get_retriever; "
         f"novel = read_file({str(novel_path)!r}); "
         "hits = get_retriever('scanner').retrieve('Who is the Cat?', [novel]); "
