@@ -98,8 +98,10 @@ def run_set(
     answerer: Answerer,
     reader: ExtractiveAnswerer,
     store: Store,
+    stored_only: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Every (row, budget, item) record of one set, asked when not stored yet."""
+    """Every (row, budget, item) record of one set, asked when not stored yet (with
+    ``stored_only``, only the stored ones: a report while another run is asking)."""
     tag = f"{answerer.name}|{json.dumps(versions(), sort_keys=True)}"
     for budget in budgets:
         pipelines = {
@@ -119,6 +121,8 @@ def run_set(
             for item in track(items, f"{name} {row} {budget} words"):
                 key = f"{name}|{item.id}|{row}|{budget}|{tag}"
                 if key not in store.records:
+                    if stored_only:
+                        continue
                     store.add(ask(key, name, row, budget, item, answerer, reader, pipelines))
                 yield store.records[key]
 
@@ -235,6 +239,9 @@ def main() -> None:
     parser.add_argument("--llm-model", default=None)
     parser.add_argument("--out", type=Path, default=Path("runs/evidence-use"))
     parser.add_argument(
+        "--stored-only", action="store_true", help="Report the stored answers; ask nothing."
+    )
+    parser.add_argument(
         "--save", default=None, help="Write the tables to benchmarks/results/NAME.json."
     )
     args = parser.parse_args()
@@ -252,7 +259,9 @@ def main() -> None:
     for name in args.sets.split(","):
         words = SETS[name]
         items = build_benchmark(name, "dev", words or 20_000, max_items=args.items)
-        records = list(run_set(name, rows, budgets, items, answerer, reader, store))
+        records = list(
+            run_set(name, rows, budgets, items, answerer, reader, store, args.stored_only)
+        )
         tables.append(summarise(f"{name} ({len(items)} items)", records, rows, budgets))
         print(markdown(tables[-1]), flush=True)
         print(flush=True)
