@@ -23,7 +23,7 @@ from longscan.retrievers.dense import DenseRetriever
 from longscan.retrievers.hybrid import HybridRetriever
 from longscan.retrievers.registry import register
 
-# (benchmark, words, default items): the re-scorer issue's development rows
+# (benchmark, words, default items): the re-scorer's development rows
 ROWS = (("hotpotqa-long", 20_000, 100), ("musique-long", 20_000, None), ("squad-long", 50_000, 200))
 STOCK = ("bm25-sentence", "dense-sentence", "hybrid-sentence")
 TUNED = ("dense-ft-sentence", "hybrid-ft-sentence")

@@ -1,4 +1,4 @@
-"""Issue 21's bars in one run: scanner checkpoints beside the shipped scanner and the chunk
+"""The filings bars in one run: scanner checkpoints beside the shipped scanner and the chunk
 baselines on Loong and L-Eval financial, then the prose rows beside the shipped scanner.
 
     python benchmarks/filings_bars.py --out runs/bars -c runs/a-s0 -c runs/a-s1 -c runs/a-s2
@@ -33,16 +33,16 @@ from longscan.evaluation.report import markdown_table
 CHUNK_BASELINES = ("bm25-chunk", "dense-chunk", "hybrid-chunk")
 BUDGETS = (100, 300, 1_000, 2_000)
 BAR_BUDGETS = (300, 1_000, 2_000)
-# The issue's second Loong bar: 1.5 times the scanner shipped when it was filed, whose Loong
-# ahit@1000 the issue states (0.05 on the development split)
+# The second Loong bar: 1.5 times the Loong ahit@1000 of the scanner the filings work
+# started from (0.05 on the development split)
 FILED_LOONG_AT_1000 = 0.05
-# (name, benchmark, table context); the issue's two filings sets, Loong read both ways
+# (name, benchmark, table context); the two filings sets, Loong read both ways
 FILINGS = (
     ("loong-context", "loong", True),
     ("loong-plain", "loong", False),
     ("leval-financial-context", "leval-financial", True),
 )
-# (benchmark, words, max items, measures): the rows BENCHMARKS.md compares since stop 32
+# (benchmark, words, max items, measures): the prose rows BENCHMARKS.md compares
 PROSE = (
     ("hotpotqa-long", 20_000, 100, ("hit@100", "FR@100", "FR@300", "nDCG@10")),
     ("musique-long", 20_000, None, ("hit@100", "FR@100", "FR@300", "FR@1000", "FR@2000")),
@@ -55,7 +55,7 @@ HELD_OUT_INSTRUCTION = (
     "to my question. Mention which page supports it, and admit it if the pages are silent."
 )
 # The shipped recipe's seed spread (max - min over seeds 0, 1, 2) in whole questions, from
-# stop 32's table in BENCHMARKS.md ("The scan alone: the tuned vectors ..."): the issue's
+# docs/experiments.md ("The scan alone: the tuned vectors ..."): the prose bar's
 # "within one seed's spread". Rows that table lacks are absent (no floor is claimed).
 SEED_SPREAD = {
     ("hotpotqa-long", "FR@100"): 3,

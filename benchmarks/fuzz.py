@@ -1,4 +1,4 @@
-"""Fuzz reading, segmenting, every retriever, and the service's upload and ask (issue 19).
+"""Fuzz reading, segmenting, every retriever, and the service's upload and ask.
 
     OMP_NUM_THREADS=1 python benchmarks/fuzz.py [--inputs 100000] [--seed 0] [--out runs]
 

@@ -1,4 +1,4 @@
-"""In-context retrieval on a local causal LM (issue 24), four measurements:
+"""In-context retrieval on a local causal LM, four measurements:
 
 * ``formats``: evidence access (word-budgeted hit/SR/FR, docSR/docFR, sentence nDCG@10) of the
   ``[DOC i]`` formats, attention ranking and CFIC beside the scanner and the baselines, and

@@ -18,7 +18,7 @@ each of ``--other-adapters`` (seeds, recipes). Variants reading the same pairs
 share one score memo, so each pair is read once, and every variant over one checkpoint reads
 the same scan, computed once per item (``SharedScan``). With ``--part ood``, L-Eval
 and Loong against the scan alone (and ``--ood-baselines``, in the same run). Prints a table
-per benchmark and the re-scorer issue's miss ratios against the best stock baseline (BM25
+per benchmark and the re-scorer's miss ratios against the best stock baseline (BM25
 over sentences or 300-word chunks, dense or hybrid over sentences: the chunk dense variants,
 never the best on these rows in earlier runs, would double the encoding).
 """
@@ -287,7 +287,7 @@ def main() -> None:
         "--ood-baselines",
         default="",
         help="comma-separated retrievers the ood part runs beside bm25-sentence, e.g. "
-        "bm25-chunk,dense-chunk,hybrid-chunk (issue 21's bar)",
+        "bm25-chunk,dense-chunk,hybrid-chunk (the filings bar)",
     )
     parser.add_argument(
         "--table-context",

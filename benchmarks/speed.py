@@ -311,7 +311,7 @@ def against(
     sizes: list[int],
     checkpoint: Path | None = None,
 ) -> None:
-    """The speed issue's bars: this checkout's scanner (``checkpoint``, default the shipped
+    """The speed bars: this checkout's scanner (``checkpoint``, default the shipped
     one) against ``ref``'s shipped one (a git commit, checked out to a temporary worktree) in
     the same run, then the command line on the bundled novel (shipped checkpoint)."""
     root = Path(__file__).resolve().parents[1]
@@ -409,7 +409,7 @@ def main() -> None:
     parser.add_argument(
         "--against",
         metavar="REF",
-        help="Only the speed issue's bars: this checkout's scanner against REF's (a git commit) "
+        help="Only the speed bars: this checkout's scanner against REF's (a git commit) "
         "at the smallest of --sizes, peak RSS at the largest, and the command line.",
     )
     args = parser.parse_args()

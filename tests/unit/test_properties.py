@@ -1,4 +1,4 @@
-"""Properties of the reading, segmenting and retrieving path over hostile text (issue 19).
+"""Properties of the reading, segmenting and retrieving path over hostile text.
 
 Every stage either answers with exact offsets or refuses with a clear error: a
 ``DocumentError`` or a plain ``ValueError`` whose message says what to change. Any other
