@@ -30,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from longscan.bench.builders import build_benchmark, squad_articles
+from longscan.bench.builders import squad_articles
+from longscan.bench.catalogue import build_benchmark
 from longscan.documents import Document
 from longscan.encoders.adapter import CONFIG_FILE
 from longscan.items import QAItem

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 
-from longscan.bench.builders import build_benchmark
+from longscan.bench.catalogue import build_benchmark
 from longscan.documents import Evidence
 from longscan.evaluation.budgets import budget_evidence
 from longscan.evaluation.gold import contains_answer

@@ -27,7 +27,7 @@ from longscan.answering.inprocess import MAX_ANSWER_TOKENS, PROMPT_BATCH, InProc
 from longscan.answering.llm import Completion, Message
 from longscan.answering.local import QUESTION_WRITER
 from longscan.answering.pipelines import answer_with_evidence
-from longscan.bench.builders import build_benchmark
+from longscan.bench.catalogue import build_benchmark
 from longscan.pipeline import Found, Pipeline
 
 

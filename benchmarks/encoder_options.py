@@ -17,7 +17,7 @@ import time
 import numpy as np
 import torch
 
-from longscan.bench.builders import build_benchmark
+from longscan.bench.catalogue import build_benchmark
 from longscan.encoders.bert import OnnxBert, TorchBert, WordPieces, onnx_export, packaged_model_dir
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.contextual import ContextualSentenceEncoder

@@ -32,7 +32,7 @@ from longscan.answering.answerers import Answerer, ExtractiveAnswerer, get_answe
 from longscan.answering.llm import resolve_config
 from longscan.answering.pipelines import Answer
 from longscan.answering.prompts import ANSWER_CLOSED_BOOK, versions
-from longscan.bench.builders import build_benchmark
+from longscan.bench.catalogue import build_benchmark
 from longscan.evaluation.answers import exact_match, sub_em, token_f1
 from longscan.items import QAItem
 from longscan.pipeline import Pipeline

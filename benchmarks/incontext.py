@@ -37,7 +37,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from longscan.bench.builders import build_benchmark
+from longscan.bench.catalogue import build_benchmark
 from longscan.documents import Evidence
 from longscan.evaluation.answers import sub_em
 from longscan.evaluation.budgets import budget_evidence

@@ -17,7 +17,7 @@ import hashlib
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,7 +67,8 @@ def split_of(key: str, dev_fraction: float, seed: int = 0) -> Split:
     return "dev" if int.from_bytes(digest[:8], "big") < dev_fraction * 2**64 else "train"
 
 
-def _check_split(split: str) -> None:
+def check_split(split: str) -> None:
+    """Reject a split name outside ``SPLITS`` (shared with the named-benchmark catalogue)."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
 
@@ -103,7 +104,7 @@ def squad_articles(
     data_dir: str | Path | None = None,
 ) -> list[SquadArticle]:
     """The SQuAD articles of one split (split by title, so an article never crosses)."""
-    _check_split(split)
+    check_split(split)
     return [
         article
         for article in load_squad(data_dir)
@@ -270,7 +271,7 @@ def multihop_questions(
     always split by ``split_of`` (``dev_fraction=None`` means ``DEFAULT_DEV_FRACTION``);
     ``sentence_support`` gives it sentence-level gold (see ``read_musique``).
     """
-    _check_split(split)
+    check_split(split)
     if dataset == "hotpotqa":
         if dev_fraction is None:
             return load_hotpotqa(data_dir, split)
@@ -506,102 +507,3 @@ def build_loong(
             )
         )
     return items
-
-
-# ---------------------------------------------------------------------------- entry point
-
-
-@dataclass(frozen=True, slots=True)
-class _Request:
-    split: Split
-    target_words: int
-    max_items: int | None
-    seed: int
-    data_dir: str | Path | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Benchmark:
-    description: str
-    build: Callable[[_Request], list[QAItem]]
-    evaluation_only: bool = False
-
-
-def _multihop(dataset: MultiHopDataset, mode: MultiHopMode) -> Callable[[_Request], list[QAItem]]:
-    return lambda r: build_multihop(
-        dataset, r.split, r.target_words, r.max_items, r.seed, r.data_dir, mode=mode
-    )
-
-
-_REGISTRY: dict[str, _Benchmark] = {
-    "squad-long": _Benchmark(
-        "SQuAD v1.1 paragraphs concatenated into one long document; gold = answer spans",
-        lambda r: build_squad_long(r.split, r.target_words, r.max_items, r.seed, r.data_dir),
-    ),
-    "hotpotqa-long": _Benchmark(
-        "HotpotQA question paragraphs mixed into other questions' paragraphs as one document; "
-        "gold = supporting sentences",
-        _multihop("hotpotqa", "long"),
-    ),
-    "musique-long": _Benchmark(
-        "MuSiQue question paragraphs mixed into other questions' paragraphs as one document; "
-        "gold = supporting paragraphs",
-        _multihop("musique", "long"),
-    ),
-    "hotpotqa-collection": _Benchmark(
-        "hotpotqa-long with one document per paragraph; gold documents = supporting paragraphs",
-        _multihop("hotpotqa", "collection"),
-    ),
-    "musique-collection": _Benchmark(
-        "musique-long with one document per paragraph; gold documents = supporting paragraphs",
-        _multihop("musique", "collection"),
-    ),
-    "leval-coursera": _Benchmark(
-        "L-Eval coursera: multiple-choice questions over lecture transcripts; answers only",
-        lambda r: build_leval("coursera", r.max_items, r.data_dir),
-        evaluation_only=True,
-    ),
-    "leval-financial": _Benchmark(
-        "L-Eval financial_qa: open questions over earnings-call transcripts; answers only",
-        lambda r: build_leval("financial_qa", r.max_items, r.data_dir),
-        evaluation_only=True,
-    ),
-    "loong": _Benchmark(
-        "Loong English multi-document QA over financial reports and papers; answers only",
-        lambda r: build_loong(r.max_items, r.seed, r.data_dir),
-        evaluation_only=True,
-    ),
-    "loong-concat": _Benchmark(
-        "loong with each item's documents concatenated into one document (headers kept)",
-        lambda r: build_loong(r.max_items, r.seed, r.data_dir, concatenate=True),
-        evaluation_only=True,
-    ),
-}
-
-BENCHMARKS: dict[str, str] = {name: spec.description for name, spec in _REGISTRY.items()}
-
-
-def build_benchmark(
-    name: str,
-    split: Split = "dev",
-    target_words: int = DEFAULT_TARGET_WORDS,
-    max_items: int | None = None,
-    seed: int = 0,
-    data_dir: str | Path | None = None,
-) -> list[QAItem]:
-    """Build the benchmark called ``name`` (see ``BENCHMARKS``) with the default options.
-
-    ``target_words`` sets the length of built documents; L-Eval and Loong keep their own
-    documents and ignore it. For other options (questions per document, split fractions,
-    collection mode) call the dataset's builder directly.
-
-    Raises:
-        ValueError: an unknown name or split, or bad arguments.
-    """
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown benchmark {name!r}; choose one of {', '.join(_REGISTRY)}")
-    _check_split(split)
-    benchmark = _REGISTRY[name]
-    if benchmark.evaluation_only and split != "dev":
-        raise ValueError(f"{name} is an evaluation set with no {split!r} split; use 'dev'")
-    return benchmark.build(_Request(split, target_words, max_items, seed, data_dir))

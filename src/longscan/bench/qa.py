@@ -27,7 +27,8 @@ from longscan.answering.llm import LLMClient, LLMError
 from longscan.answering.pipelines import Answer, answer_full_context, evidence_lines
 from longscan.answering.prompts import LOCALIZE_DOCUMENTS, versions
 from longscan.answering.tokens import count_tokens
-from longscan.bench.builders import build_benchmark, build_leval, build_loong
+from longscan.bench.builders import build_leval, build_loong
+from longscan.bench.catalogue import build_benchmark
 from longscan.bench.runner import make_retriever
 from longscan.documents import Document, Evidence
 from longscan.evaluation.answers import (

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from longscan.bench.builders import build_benchmark
+from longscan.bench.catalogue import build_benchmark
 from longscan.evaluation import EvaluationResult, evaluate
 from longscan.evaluation.report import markdown_table, plot_by_length, write_json
 from longscan.items import QAItem, instructed_query

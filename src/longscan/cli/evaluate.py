@@ -103,7 +103,7 @@ def evaluate_command(
 
 def benchmarks() -> None:
     """List the benchmark names that `eval` accepts."""
-    from longscan.bench.builders import BENCHMARKS
+    from longscan.bench.catalogue import BENCHMARKS
 
     for name, description in BENCHMARKS.items():
         typer.echo(f"{name}\t{description}")

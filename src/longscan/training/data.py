@@ -26,12 +26,12 @@ import torch
 
 from longscan import __version__
 from longscan.bench.builders import (
-    build_benchmark,
     build_multihop,
     build_squad_long,
     multihop_questions,
     squad_articles,
 )
+from longscan.bench.catalogue import build_benchmark
 from longscan.bench.datasets import MultiHopParagraph, default_data_dir
 from longscan.documents import Document
 from longscan.encoders.cache import EmbeddingCache, built_once

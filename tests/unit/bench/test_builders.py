@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 from longscan.bench.builders import (
-    BENCHMARKS,
-    build_benchmark,
     build_loong,
     build_multihop,
     build_squad_long,
@@ -16,6 +14,7 @@ from longscan.bench.builders import (
     split_of,
     squad_articles,
 )
+from longscan.bench.catalogue import BENCHMARKS, build_benchmark
 from longscan.bench.datasets import load_hotpotqa, load_leval, load_loong
 from longscan.items import QAItem
 from longscan.segment import count_words

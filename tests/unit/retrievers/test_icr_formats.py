@@ -22,7 +22,7 @@ def reader() -> InContextReader:
 
 @pytest.fixture(scope="module")
 def item(data_dir: Path) -> QAItem:
-    from longscan.bench.builders import build_benchmark
+    from longscan.bench.catalogue import build_benchmark
 
     return build_benchmark("hotpotqa-collection", "dev", 300, 1, 0, data_dir)[0]
 
