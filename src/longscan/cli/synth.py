@@ -89,7 +89,7 @@ def synth(
         return
     fingerprints = None
     if decontaminate:
-        from longscan.training.data import evaluation_fingerprints
+        from longscan.training.decontamination import evaluation_fingerprints
 
         try:
             fingerprints = evaluation_fingerprints(corpus=True)

@@ -174,7 +174,7 @@ def normalize_text(text: str) -> str:
     """Lowercase and collapse every run of white space to one space (ends stripped).
 
     The one rule by which answers are found in text and training data is decontaminated
-    (``longscan.training.data.fingerprint``), so both see the same text as equal.
+    (``longscan.training.decontamination.fingerprint``), so both see the same text as equal.
     """
     return _SPACES.sub(" ", text.lower()).strip()
 

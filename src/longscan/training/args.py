@@ -12,7 +12,7 @@ from longscan.encoders.minilm import DEFAULT_ENCODER, without_adapter
 from longscan.models.config import ScannerConfig
 from longscan.scanning.checkpoint import read_info
 from longscan.scanning.features import FEATURE_NAMES, N_FEATURES, TRAINED_FEATURES
-from longscan.training.data import DECONTAMINATION_THRESHOLD
+from longscan.training.decontamination import DECONTAMINATION_THRESHOLD
 from longscan.training.options import LENGTHS_WORDS, TrainOptions, parse_lengths
 
 

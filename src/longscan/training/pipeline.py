@@ -28,6 +28,7 @@ from longscan.scanning.checkpoint import save_checkpoint
 from longscan.scanning.features import FEATURE_NAMES
 from longscan.tables import rules_digest
 from longscan.training import data as data_module
+from longscan.training import decontamination as decontamination_module
 from longscan.training import instructions as instructions_module
 from longscan.training import named as named_module
 from longscan.training import spscanner
@@ -37,9 +38,9 @@ from longscan.training.data import (
     TrainingSet,
     build_training_set,
     concatenate,
-    evaluation_fingerprints,
     synthetic_training_set,
 )
+from longscan.training.decontamination import evaluation_fingerprints
 from longscan.training.options import TrainOptions
 from longscan.training.synthetic import (
     SyntheticExample,
@@ -60,7 +61,8 @@ def _reading(args: TrainingArgs) -> tuple[Any, ...]:
         args.table_context,
         FEATURE_NAMES,  # the cached data holds every feature column,
         _file_digest(Path(features_module.__file__)),  # computed by this code
-        _file_digest(Path(data_module.__file__)),  # and labelled by this code
+        _file_digest(Path(data_module.__file__)),  # labelled by this code
+        _file_digest(Path(decontamination_module.__file__)),  # and decontaminated by this one
         __version__,
     )
     if args.encoder_adapter is not None:

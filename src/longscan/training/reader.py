@@ -169,7 +169,7 @@ def training_examples(
     """The examples of the training split's items (``reranker.training_sources``: the
     re-scorer's documents, decontaminated against every evaluation document the same way);
     each source draws from a generator of its own."""
-    from longscan.training.data import evaluation_fingerprints
+    from longscan.training.decontamination import evaluation_fingerprints
 
     fingerprints = evaluation_fingerprints(data_dir)
     examples = []

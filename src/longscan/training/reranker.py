@@ -32,12 +32,11 @@ from longscan.items import QAItem
 from longscan.lexical.bm25 import build_index, tokenize
 from longscan.progress import track
 from longscan.rerankers.cross_encoder import base_cross_encoder, join_hop, sentence_in_context
-from longscan.training.data import (
+from longscan.training.data import SyntheticDrop, usable_synthetic
+from longscan.training.decontamination import (
     DECONTAMINATION_THRESHOLD,
     CleanParagraphs,
-    SyntheticDrop,
     evaluation_fingerprints,
-    usable_synthetic,
 )
 from longscan.training.finetune import (
     add_lora,

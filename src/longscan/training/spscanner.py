@@ -128,12 +128,12 @@ def dataset_rows(
 ) -> list[LabelledDocument]:
     """Train-split items of the shared datasets, decontaminated as the sentence scanner's."""
     from longscan.evaluation.gold import gold_unit_labels
-    from longscan.training.data import (
+    from longscan.training.data import source_items
+    from longscan.training.decontamination import (
         DECONTAMINATION_THRESHOLD,
         CleanParagraphs,
         contamination,
         evaluation_fingerprints,
-        source_items,
     )
 
     fingerprints = evaluation_fingerprints(data_dir)
@@ -163,7 +163,8 @@ def examples_key(tokenizer_sha256: str, settings: dict[str, Any]) -> str:
 def synthetic_rows(paths: Sequence[Path]) -> list[LabelledDocument]:
     """``longscan synth`` examples (rebuilt from their sources), decontaminated like
     the sentence scanner's."""
-    from longscan.training.data import evaluation_fingerprints, usable_synthetic
+    from longscan.training.data import usable_synthetic
+    from longscan.training.decontamination import evaluation_fingerprints
     from longscan.training.synthetic import read_examples
 
     if not paths:

@@ -49,7 +49,8 @@ from longscan.documents import Document, Evidence
 from longscan.progress import track
 from longscan.readers.files import read_file, read_paths
 from longscan.tables import row_context, table_context
-from longscan.training.data import DECONTAMINATION_THRESHOLD, contamination, says_something
+from longscan.training.data import says_something
+from longscan.training.decontamination import DECONTAMINATION_THRESHOLD, contamination
 
 Strategy = Literal["chunk", "table", "pair", "link"]
 REFUSED_REQUEST = (400, 413, 422)  # this request cannot succeed (e.g. longer than the window)

@@ -233,7 +233,8 @@ def test_synthetic_pairs_take_labelled_lines_that_say_something_as_positives(
 ) -> None:
     from longscan.encoders.minilm import get_encoder
     from longscan.lexical.bm25 import build_index, tokenize
-    from longscan.training.data import fingerprint, says_something, synthetic_labels
+    from longscan.training.data import says_something, synthetic_labels
+    from longscan.training.decontamination import fingerprint
     from longscan.training.reranker import MiningConfig, mine_synthetic_pairs
 
     examples = _first_examples(data_dir, "synthetic-tables", 3)

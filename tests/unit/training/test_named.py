@@ -169,7 +169,8 @@ def test_other_filers_are_other_companies_asked_the_closest_questions(
 def test_a_copy_is_read_beside_another_filer_as_a_collection_is_read(tmp_path: Path) -> None:
     from longscan.encoders import get_encoder
     from longscan.encoders.contextual import ContextualSentenceEncoder
-    from longscan.training.data import sentence_fingerprints, synthetic_training_set
+    from longscan.training.data import synthetic_training_set
+    from longscan.training.decontamination import sentence_fingerprints
 
     examples = short_filing_examples(tmp_path, 40)
     filers = Filers()

@@ -11,7 +11,7 @@ import pytest
 
 from longscan.documents import Document
 from longscan.tables import row_context
-from longscan.training.data import contamination, evaluation_fingerprints
+from longscan.training.decontamination import contamination, evaluation_fingerprints
 from longscan.training.synthetic import SyntheticExample, parse_examples, read_examples
 
 DATA = Path(__file__).parents[3] / "training-data"
@@ -150,8 +150,9 @@ def test_every_reader_drops_the_same_synthetic_examples_and_checks_a_span_once(
     with ``synthetic_labels``' labels, and a span met again is not checked again."""
     import numpy as np
 
-    from longscan.training import data
-    from longscan.training.data import fingerprint, synthetic_labels, usable_synthetic
+    from longscan.training import decontamination
+    from longscan.training.data import synthetic_labels, usable_synthetic
+    from longscan.training.decontamination import fingerprint
 
     path = DATA / "synthetic-tables" / "examples.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()[:3]
@@ -160,7 +161,7 @@ def test_every_reader_drops_the_same_synthetic_examples_and_checks_a_span_once(
     fingerprints = {fingerprint(t) for t in Document(dirty.id, dirty.text).sentence_texts()}
     checked = []
     monkeypatch.setattr(
-        data, "contamination", lambda d, f: checked.append(d.id) or contamination(d, f)
+        decontamination, "contamination", lambda d, f: checked.append(d.id) or contamination(d, f)
     )
     dropped = []
 

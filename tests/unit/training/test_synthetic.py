@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from longscan.documents import Document
 from longscan.training import synthetic as syn
-from longscan.training.data import fingerprint
+from longscan.training.decontamination import fingerprint
 from scripted_server import completion_body
 
 SETTINGS = syn.SynthSettings(
@@ -246,7 +246,8 @@ def test_a_contaminated_example_is_dropped_and_named_in_the_manifest(
     examples cut to begin at their evidence) can leave those out."""
     from longscan.encoders import get_encoder
     from longscan.encoders.contextual import ContextualSentenceEncoder
-    from longscan.training.data import sentence_fingerprints, synthetic_training_set
+    from longscan.training.data import synthetic_training_set
+    from longscan.training.decontamination import sentence_fingerprints
 
     reply = json.dumps({"question": "What did the Rabbit take out of its pocket?", "relevant": [0]})
     _, client = scripted([(200, completion_body(reply), 0)])

@@ -16,12 +16,8 @@ from longscan.models.config import ScannerConfig
 from longscan.models.scanner import ScannerEnsemble, ScannerModel
 from longscan.scanning import FEATURE_NAMES, N_FEATURES, load_checkpoint, save_checkpoint
 from longscan.training import TrainingArgs, TrainingSet, build_training_set, train, weighted_bce
-from longscan.training.data import (
-    CleanParagraphs,
-    contamination,
-    sentence_fingerprints,
-    source_items,
-)
+from longscan.training.data import source_items
+from longscan.training.decontamination import CleanParagraphs, contamination, sentence_fingerprints
 from longscan.training.ensemble import combine_checkpoints
 from longscan.training.losses import listwise_softmax
 from longscan.training.trainer import cosine_with_warmup
@@ -69,24 +65,24 @@ def test_evaluation_fingerprints_are_read_once_then_from_the_cache(
 ) -> None:
     """The fingerprints of the evaluation text are read once, then from the cache folder; a
     damaged file is read again, never trusted."""
-    from longscan.training import data
+    from longscan.training import decontamination
 
     monkeypatch.setenv("LONGSCAN_CACHE_DIR", str(tmp_path / "cache"))  # none made yet
     reads = []
-    read = data._read_evaluation_fingerprints
+    read = decontamination._read_evaluation_fingerprints
     monkeypatch.setattr(
-        data, "_read_evaluation_fingerprints", lambda *a: reads.append(a) or read(*a)
+        decontamination, "_read_evaluation_fingerprints", lambda *a: reads.append(a) or read(*a)
     )
-    first = data.evaluation_fingerprints(data_dir)
-    assert data.evaluation_fingerprints(data_dir) == first and len(reads) == 1
+    first = decontamination.evaluation_fingerprints(data_dir)
+    assert decontamination.evaluation_fingerprints(data_dir) == first and len(reads) == 1
     assert first == read(data_dir, False)
     (made,) = (tmp_path / "cache" / "fingerprints").glob("*.bin")
     made.write_bytes(made.read_bytes()[:-24])  # two fingerprints lost
-    assert data.evaluation_fingerprints(data_dir) == first and len(reads) == 2
+    assert decontamination.evaluation_fingerprints(data_dir) == first and len(reads) == 2
 
 
 def test_the_fingerprints_key_names_the_evaluation_files_only(tmp_path: Path) -> None:
-    from longscan.training.data import _fingerprints_key
+    from longscan.training.decontamination import _fingerprints_key
 
     for name in ("squad/dev.json", "train-docs/a.txt", "corpus/b.txt"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
