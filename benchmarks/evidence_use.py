@@ -68,7 +68,10 @@ class Store:
         self.records: dict[str, dict[str, Any]] = {}
         if path.is_file():
             for line in path.read_text(encoding="utf-8").splitlines():
-                record = json.loads(line)
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut short by a stopped run: that answer is asked again
                 self.records[record["key"]] = record
 
     def add(self, record: dict[str, Any]) -> None:
