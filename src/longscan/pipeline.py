@@ -121,7 +121,7 @@ class Pipeline:
         started = time.perf_counter()
         if self.min_score is not None:
             ranked = [item for item in ranked if item.score > self.min_score]
-        chosen = select(list(ranked), documents, budget_words=self.budget_words)
+        chosen = select(ranked, documents, budget_words=self.budget_words)
         evidence = cite_table_context(chosen, documents)
         seconds["retrieve"] = seconds.get("retrieve", 0.0) + time.perf_counter() - started
         abstained = False
