@@ -138,7 +138,7 @@ def synth_pack(
     read up to their last whole line; ids must be unique across the files (runs with
     different seeds have different ids). An example asking the same question of the same
     chunks of the same source as an earlier one is left out and counted as repeated."""
-    from longscan.training.synthetic import pack_files
+    from longscan.training.synthetic_examples import pack_files
 
     try:
         packed, repeated = pack_files(examples, out, sources, stats)

@@ -25,7 +25,7 @@ from longscan.progress import track
 from longscan.readers.files import read_file
 from longscan.rerankers.abstention import Judge
 from longscan.training.data import says_something
-from longscan.training.synthetic import SyntheticExample, parse_examples, train_docs
+from longscan.training.synthetic_examples import SyntheticExample, parse_examples, train_docs
 
 DEFAULT_MAX_RANK = 1  # the reader's first choice among the chunk's lines must be labelled
 

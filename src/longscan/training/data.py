@@ -43,7 +43,7 @@ from longscan.training.decontamination import (
 from longscan.training.instructions import with_instruction_copies
 
 if TYPE_CHECKING:
-    from longscan.training.synthetic import SyntheticExample
+    from longscan.training.synthetic_examples import SyntheticExample
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from longscan.readers.files import read_file
 from longscan.scanning.features import ENGLISH_STOP_WORDS
-from longscan.training.synthetic import SyntheticExample, train_docs
+from longscan.training.synthetic_examples import SyntheticExample, train_docs
 
 COVER_WINDOW = 20_000  # characters: the cover page comes first
 MAX_NAME_CHARS = 80

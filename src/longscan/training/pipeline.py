@@ -42,7 +42,7 @@ from longscan.training.data import (
 )
 from longscan.training.decontamination import evaluation_fingerprints
 from longscan.training.options import TrainOptions
-from longscan.training.synthetic import (
+from longscan.training.synthetic_examples import (
     SyntheticExample,
     begin_some_at_evidence,
     read_examples,

@@ -48,7 +48,7 @@ from longscan.training.finetune import (
 )
 
 if TYPE_CHECKING:
-    from longscan.training.synthetic import SyntheticExample
+    from longscan.training.synthetic_examples import SyntheticExample
 
 
 SYNTHETIC_SOURCE = "synthetic/"  # a synth example's pairs: this, then its strategy
@@ -510,7 +510,7 @@ def training_pairs(
         ValueError: ``pairs_cache`` records other sources or files than those asked for.
     """
     from longscan.encoders.minilm import get_encoder
-    from longscan.training.synthetic import read_examples
+    from longscan.training.synthetic_examples import read_examples
 
     mined = {
         "max_per_source": max_per_source,

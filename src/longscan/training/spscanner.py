@@ -165,7 +165,7 @@ def synthetic_rows(paths: Sequence[Path]) -> list[LabelledDocument]:
     the sentence scanner's."""
     from longscan.training.data import usable_synthetic
     from longscan.training.decontamination import evaluation_fingerprints
-    from longscan.training.synthetic import read_examples
+    from longscan.training.synthetic_examples import read_examples
 
     if not paths:
         return []

@@ -221,7 +221,7 @@ def test_a_run_that_does_not_learn_is_flagged_by_the_cli(tiny_pairs, tmp_path) -
 
 
 def _first_examples(data_dir: Path, folder: str, count: int) -> list:
-    from longscan.training.synthetic import parse_examples
+    from longscan.training.synthetic_examples import parse_examples
 
     path = Path(__file__).parents[3] / "training-data" / folder / "examples.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()[:count]

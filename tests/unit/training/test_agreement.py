@@ -16,7 +16,7 @@ from longscan.documents import Document
 from longscan.readers.files import read_file
 from longscan.training.agreement import DISAGREES, agreement, filter_examples, source_lines
 from longscan.training.data import says_something
-from longscan.training.synthetic import parse_examples
+from longscan.training.synthetic_examples import parse_examples
 
 TABLES = Path(__file__).parents[3] / "training-data" / "synthetic-tables" / "examples.jsonl"
 

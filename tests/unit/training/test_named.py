@@ -20,7 +20,7 @@ from longscan.training.named import (
     naming,
     other_filers,
 )
-from longscan.training.synthetic import SyntheticExample, read_examples
+from longscan.training.synthetic_examples import SyntheticExample, read_examples
 
 SHIPPED_FILINGS = Path(__file__).parents[3] / "training-data" / "synthetic-filings"
 

@@ -12,7 +12,7 @@ import pytest
 from longscan.documents import Document
 from longscan.tables import row_context
 from longscan.training.decontamination import contamination, evaluation_fingerprints
-from longscan.training.synthetic import SyntheticExample, parse_examples, read_examples
+from longscan.training.synthetic_examples import SyntheticExample, parse_examples, read_examples
 
 DATA = Path(__file__).parents[3] / "training-data"
 SHIPPED = DATA / "synthetic-filings"
@@ -70,7 +70,7 @@ def test_examples_cut_to_begin_at_their_evidence_keep_every_label_exact(
 ) -> None:
     """The spans `synth` cuts never begin with their evidence; a cut copy does, with the same
     labelled text at shifted offsets and its place in the source kept."""
-    from longscan.training.synthetic import begin_some_at_evidence, starting_at_evidence
+    from longscan.training.synthetic_examples import begin_some_at_evidence, starting_at_evidence
 
     examples = shipped_examples(SHIPPED.name, data_dir)[:60]
     assert all(_first_sentence(e) not in e.labels for e in examples)

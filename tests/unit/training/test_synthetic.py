@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from longscan.documents import Document
 from longscan.training import synthetic as syn
+from longscan.training import synthetic_examples as sx
 from longscan.training.decontamination import fingerprint
 from scripted_server import completion_body
 
@@ -135,7 +136,7 @@ def test_decontamination_keeps_half_a_percent_and_drops_two(
     source = syn.SourceDocument(Document("constructed", text), 5)
     reply = json.dumps({"question": "What does sentence three say?", "relevant": [0, 2]})
     _, client = scripted([(200, completion_body(reply), 0)])
-    stats = syn.SynthStats()
+    stats = sx.SynthStats()
     wide = syn.SynthSettings(
         chunk_sentences=5, min_tokens=100_000, max_tokens=100_000
     )  # whole text
@@ -166,7 +167,7 @@ def test_a_contaminated_span_is_drawn_again_before_any_call(scripted) -> None:
 
 def test_invalid_replies_are_counted_per_reason(scripted, source: syn.SourceDocument) -> None:
     _, client = scripted([(200, completion_body('{"question": "Who?", "relevant": [0]}'), 0)])
-    stats = syn.SynthStats()
+    stats = sx.SynthStats()
     assert not list(syn.generate(client, syn.plan([source], "chunk", 3, SETTINGS), SETTINGS, stats))
     report = stats.as_dict()["chunk"]
     assert report["dropped"] == {"no question": 3} and report["llm"]["calls"] == 3
@@ -186,17 +187,17 @@ def test_local_model_end_to_end_then_a_few_training_steps(
 
     config = LLMConfig(local_llm_url, "local", json_mode="json_object_schema", max_tokens=120)
     client = LLMClient(config, ResponseCache(tmp_path / "synth.sqlite"))
-    stats = syn.SynthStats()
+    stats = sx.SynthStats()
     vectors = syn.chunk_vectors([source])
     strategies = [s for s in syn.STRATEGIES if s != "table"]  # the novel holds no table
     requests = [r for s in strategies for r in syn.plan([source], s, 2, SETTINGS, vectors)]
     out = tmp_path / "examples.jsonl"
-    syn.write_examples(syn.generate(client, requests, SETTINGS, stats), out)
+    sx.write_examples(syn.generate(client, requests, SETTINGS, stats), out)
     report = stats.as_dict()
     for strategy in strategies:  # every attempt is an example or a counted drop
         row = report[strategy]
         assert row["attempts"] == 2 == row["examples"] + sum(row["dropped"].values())
-    examples = syn.read_examples(out)  # re-checks every label against the text
+    examples = sx.read_examples(out)  # re-checks every label against the text
     assert examples, report
     data = synthetic_training_set(
         ContextualSentenceEncoder(get_encoder()), examples, progress=False
@@ -224,8 +225,8 @@ def test_a_file_named_twice_weighs_twice_and_its_spans_are_encoded_once(
     vectors = syn.chunk_vectors([source])
     requests = syn.plan([source], "chunk", 3, SETTINGS, vectors)
     out = tmp_path / "examples.jsonl"
-    syn.write_examples(syn.generate(client, requests, SETTINGS, syn.SynthStats()), out)
-    examples = syn.read_examples(out)
+    sx.write_examples(syn.generate(client, requests, SETTINGS, sx.SynthStats()), out)
+    examples = sx.read_examples(out)
     assert len({e.text for e in examples}) == len(examples) > 1  # three distinct spans
     encoder = ContextualSentenceEncoder(get_encoder())
     cache = EmbeddingCache(tmp_path / "vectors", max_items=0)
@@ -253,8 +254,8 @@ def test_a_contaminated_example_is_dropped_and_named_in_the_manifest(
     _, client = scripted([(200, completion_body(reply), 0)])
     requests = syn.plan([source], "chunk", 4, SETTINGS, syn.chunk_vectors([source]))
     out = tmp_path / "examples.jsonl"
-    syn.write_examples(syn.generate(client, requests, SETTINGS, syn.SynthStats()), out)
-    examples = syn.read_examples(out)
+    sx.write_examples(syn.generate(client, requests, SETTINGS, sx.SynthStats()), out)
+    examples = sx.read_examples(out)
     tainted = examples[0]
     fingerprints = sentence_fingerprints(Document("x", tainted.text).sentence_texts())
     data = synthetic_training_set(
@@ -284,10 +285,10 @@ def test_one_command_fine_tunes_the_shipped_checkpoint_on_synthetic_examples(
     )
     _, client = scripted([(200, completion_body(reply), 0)])
     examples = syn.generate(
-        client, syn.plan([source], "chunk", 12, SETTINGS), SETTINGS, syn.SynthStats()
+        client, syn.plan([source], "chunk", 12, SETTINGS), SETTINGS, sx.SynthStats()
     )
     path = tmp_path / "examples.jsonl"
-    assert syn.write_examples(examples, path) == 12
+    assert sx.write_examples(examples, path) == 12
     out = tmp_path / "tuned"
     result = CliRunner().invoke(
         app,
@@ -324,13 +325,13 @@ def test_a_refused_request_is_a_counted_drop_but_an_outage_stops_the_run(
     from longscan.answering.llm import LLMError
 
     _, client = scripted([(400, "{}", 0)], max_retries=0)
-    stats = syn.SynthStats()
+    stats = sx.SynthStats()
     assert not list(syn.generate(client, syn.plan([source], "chunk", 2, SETTINGS), SETTINGS, stats))
     assert stats.dropped["chunk"] == {"request refused (HTTP 400)": 2}
     _, down = scripted([(503, "{}", 0)], max_retries=0)
     with pytest.raises(LLMError, match="503"):
         list(
-            syn.generate(down, syn.plan([source], "chunk", 2, SETTINGS), SETTINGS, syn.SynthStats())
+            syn.generate(down, syn.plan([source], "chunk", 2, SETTINGS), SETTINGS, sx.SynthStats())
         )
 
 
@@ -348,7 +349,7 @@ def test_a_link_is_checked_for_contamination_between_its_two_calls(
         (None, (413, "{}", 0), "request refused (HTTP 413)", 2),
     ):
         server, client = scripted([(200, completion_body(link), 0), second], max_retries=0)
-        stats = syn.SynthStats()
+        stats = sx.SynthStats()
         assert not list(syn.generate(client, [request], SETTINGS, stats, fingerprints))
         assert stats.dropped["link"] == {reason: 1} and len(server.requests) == requests
 
@@ -356,7 +357,7 @@ def test_a_link_is_checked_for_contamination_between_its_two_calls(
 def test_counts_are_handed_out_as_the_run_goes(scripted, source: syn.SourceDocument) -> None:
     _, client = scripted([(200, completion_body('{"question": "Who?", "relevant": [0]}'), 0)])
     seen: list[dict] = []
-    stats = syn.SynthStats()
+    stats = sx.SynthStats()
     requests = syn.plan([source], "chunk", 3, SETTINGS)
     save = lambda now: seen.append(now.as_dict())  # noqa: E731
     assert not list(syn.generate(client, requests, SETTINGS, stats, after_each=save))
@@ -377,11 +378,11 @@ def test_packed_examples_read_back_the_labelled_text_of_a_real_filing(
     span = _span(request, random.Random(0))
     example = syn.build_example(request, [[0, 2]], "What does the filing say?", span, SETTINGS, 0)
     assert example is not None
-    packed = syn.pack_examples([example], folder)
+    packed = sx.pack_examples([example], folder)
     assert "text" not in packed[0] and packed[0]["source"] == f"sec-full-filings/{path.name}"
     file = tmp_path / "packed.jsonl"
     file.write_text(json.dumps(packed[0]) + "\n", encoding="utf-8")
-    (again,) = syn.read_examples(file, folder)
+    (again,) = sx.read_examples(file, folder)
     assert (again.text, again.labels, again.question) == (
         example.text, example.labels, example.question
     )  # fmt: skip
@@ -389,7 +390,7 @@ def test_packed_examples_read_back_the_labelled_text_of_a_real_filing(
     changed.mkdir(parents=True)
     (changed / path.name).write_text(read_file(path).text.replace(" the ", " a ", 1), "utf-8")
     with pytest.raises(ValueError, match="has changed since the example was written"):
-        syn.read_examples(file, tmp_path / "docs")
+        sx.read_examples(file, tmp_path / "docs")
 
 
 def test_a_line_separator_inside_an_example_stays_inside_it(data_dir: Path, tmp_path: Path) -> None:
@@ -414,8 +415,8 @@ def test_a_line_separator_inside_an_example_stays_inside_it(data_dir: Path, tmp_
     holding = [e for e in examples if e is not None and "\u2028" in e.text]
     assert holding
     file = tmp_path / "run.jsonl"
-    assert syn.write_examples(iter(holding), file) == len(holding)
-    assert [e.text for e in syn.read_examples(file)] == [e.text for e in holding]
+    assert sx.write_examples(iter(holding), file) == len(holding)
+    assert [e.text for e in sx.read_examples(file)] == [e.text for e in holding]
 
 
 def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
@@ -453,11 +454,11 @@ def test_synth_pack_joins_runs_reads_whole_lines_and_refuses_shared_ids(
     args = ["synth-pack", str(first), str(second), "--out", str(out), "--sources", str(folder)]
     result = runner.invoke(app, [*args, "--stats", str(stats)])
     assert result.exit_code == 0, result.output
-    assert [e.id for e in syn.read_examples(out, folder)] == ["chunk-0-0", "chunk-1-0"]
+    assert [e.id for e in sx.read_examples(out, folder)] == ["chunk-0-0", "chunk-1-0"]
     assert "left out 1 repeated" in " ".join(result.output.split())  # 80 columns wrap it
     merged = json.loads(stats.read_text())["chunk"]
     assert (merged["attempts"], merged["examples"]) == (6, 2)
-    assert merged["dropped"] == {"contaminated": 2, "not JSON": 1, syn.REPEATED: 1}
+    assert merged["dropped"] == {"contaminated": 2, "not JSON": 1, sx.REPEATED: 1}
     assert merged["llm"] == {"calls": 6, "prompt_tokens": 600, "seconds": 4.0}
     sentences = len(syn.Document("d", example.text).sentences)
     assert merged["positive_rate"] == pytest.approx(len(example.labels) / sentences)
@@ -495,7 +496,7 @@ def test_table_examples_are_asked_of_rows_shown_with_their_context(
         )
     reply = json.dumps({"question": "What was the figure in that row?", "relevant": [row]})
     _, client = scripted([(200, completion_body(reply), 0)])
-    stats = syn.SynthStats()
+    stats = sx.SynthStats()
     (example,) = syn.generate(client, [request], settings, stats)
     (label,) = example.labels
     start, end = filing.spans[first + row]
@@ -517,7 +518,7 @@ def test_labelled_lines_that_say_nothing_are_left_out_or_the_reply_dropped(scrip
     replies = ['{"question": "Who does revenue depend on?", "relevant": [1, 2]}',
                '{"question": "What would a lost customer cost?", "relevant": [3, 4, 5]}',
                '{"question": "What page is this on?", "relevant": [5]}']  # fmt: skip
-    examples, stats = [], syn.SynthStats()
+    examples, stats = [], sx.SynthStats()
     for reply in replies:
         _, client = scripted([(200, completion_body(reply), 0)])
         request = syn.plan([source], "chunk", 1, settings)[0]
