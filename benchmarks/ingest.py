@@ -31,6 +31,7 @@ from longscan.bank import MemoryBank, search
 from longscan.bank.ingest import ingest
 from longscan.bank.search import SCANNED_TOKENS
 from longscan.bench.datasets import data_path
+from longscan.devices import bound_allocator
 from longscan.documents import Document
 from longscan.parallel import ray_session
 from longscan.readers.files import iter_paths
@@ -127,6 +128,7 @@ def run_one(args: argparse.Namespace, tokens: int) -> dict[str, Any]:
     shutil.rmtree(folder, ignore_errors=True)
     bank = MemoryBank(folder)
     scanned = SCANNED_TOKENS if args.sentence_vectors else None
+    bound_allocator()  # as `longscan bank add` does: freed texts go back to the OS
     with ray_session(args.ray_address, num_cpus=args.workers):
         documents = SLICES[args.corpus](args.data_dir, tokens)
         report = ingest(bank, documents, scanned_tokens=scanned)

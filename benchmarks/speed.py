@@ -59,6 +59,11 @@ text = open(os.environ["DOC"], encoding="utf-8").read()
 document = Document("doc", text)
 query = "What was the total revenue reported for the fiscal year?"
 kind = os.environ["KIND"]
+try:  # as the command line does; older checkouts (--against) did it inside the scanner
+    from longscan.devices import bound_allocator
+    bound_allocator()
+except ImportError:
+    pass
 document.sentences  # segmentation is shared by every retriever; timed separately
 if kind in ("scanner", "scanner-rerank"):
     checkpoint = os.environ.get("CHECKPOINT")

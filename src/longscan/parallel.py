@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from longscan.settings import temp_root, worker_environment
+
 Context = TypeVar("Context")
 
 TASK_RETRIES = 3  # attempts after a worker dies (a process killed, a node lost)
@@ -110,11 +112,17 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
             logging_level=logging.WARNING,
             ignore_reinit_error=True,
             _temp_dir=ray_temp_dir(),
+            runtime_env={"env_vars": worker_environment()},
         )
         watchdog = _start_watchdog(_children() - before)
     else:
         try:
-            ray.init(address=address, logging_level=logging.WARNING, ignore_reinit_error=True)
+            ray.init(
+                address=address,
+                logging_level=logging.WARNING,
+                ignore_reinit_error=True,
+                runtime_env={"env_vars": worker_environment()},
+            )
         except (ConnectionError, RuntimeError, ValueError) as error:
             raise ValueError(f"cannot join the Ray cluster at {address!r}: {error}") from None
     try:
@@ -134,7 +142,7 @@ def ray_temp_dir() -> str | None:
     The short one is ``/tmp/longscan-ray-<uid>``, private to this user; if someone else
     owns that name, a fresh ``/tmp/longscan-ray-*`` folder.
     """
-    system = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
+    system = temp_root()
     if len(os.path.join(system, "ray")) <= MAX_TEMP_DIR_CHARS:
         return None
     folder = Path("/tmp") / f"longscan-ray-{os.getuid()}"

@@ -39,8 +39,9 @@ def test_short_help_and_version() -> None:
 
 def test_device_option_is_checked_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
     from longscan.devices import DEVICE_VARIABLE, torch_device
+    from longscan.settings import clear_overrides, worker_environment
 
-    monkeypatch.setenv(DEVICE_VARIABLE, "")  # the option writes it; restored after the test
+    monkeypatch.delenv(DEVICE_VARIABLE, raising=False)
     try:
         wrong = runner.invoke(app, ["--device", "not-a-device", "retrievers"])
         assert wrong.exit_code == 2 and "--device 'not-a-device'" in wrong.output
@@ -48,7 +49,11 @@ def test_device_option_is_checked_before_any_work(monkeypatch: pytest.MonkeyPatc
         right = runner.invoke(app, asked, input="The key is under the stone.")
         assert right.exit_code == 0, right.output
         assert torch_device() == "cpu"
+        # the choice reaches Ray workers without being written to this process's environment
+        assert DEVICE_VARIABLE not in os.environ
+        assert worker_environment() == {DEVICE_VARIABLE: "cpu"}
     finally:
+        clear_overrides()
         torch_device.cache_clear()
 
 

@@ -53,3 +53,44 @@ def test_the_default_bank_lives_in_the_data_folder(
     stats = CliRunner().invoke(app, ["bank", "stats"])
     assert stats.exit_code == 0, stats.output
     assert json.loads(stats.stdout)["documents"] == 1
+
+
+def test_settings_is_the_only_module_that_reads_or_writes_the_environment() -> None:
+    """Every setting goes through ``longscan.settings``; nothing else touches
+    ``os.environ`` or process-wide allocator settings (the command line chooses those)."""
+    import re
+
+    import longscan
+
+    package = Path(longscan.__file__).parent
+    touches = re.compile(r"os\.environ|os\.getenv|os\.putenv|envvar=|mallopt")
+    found = {
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if touches.search(path.read_text(encoding="utf-8"))
+    }
+    assert found == {"settings.py", "devices.py"}, found
+    devices = (package / "devices.py").read_text(encoding="utf-8")
+    assert not re.search(r"os\.environ|os\.getenv|envvar=", devices)  # its mallopt only
+
+
+def test_an_override_wins_over_the_environment_and_reaches_ray_workers_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    from longscan.settings import clear_overrides, override, runtime, worker_environment
+
+    monkeypatch.setenv("LONGSCAN_PRECISION", "float32")
+    monkeypatch.delenv("LONGSCAN_DEVICE", raising=False)
+    try:
+        assert runtime().precision == "float32" and worker_environment() == {}
+        override(precision="bfloat16")
+        assert runtime().precision == "bfloat16"
+        assert os.environ["LONGSCAN_PRECISION"] == "float32"
+        assert worker_environment() == {"LONGSCAN_PRECISION": "bfloat16"}
+        with pytest.raises(ValueError, match="no runtime setting named colour"):
+            override(colour="blue")
+    finally:
+        clear_overrides()
+    assert runtime().precision == "float32"

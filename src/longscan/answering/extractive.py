@@ -15,7 +15,6 @@ is then read with the ``tokenizers`` library and ONNX Runtime alone, without tor
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -29,6 +28,7 @@ from longscan.documents import Evidence
 from longscan.encoders.adapter import checked_adapter_config, merge_adapter, read_adapter
 from longscan.encoders.bert import (
     adapter_onnx,
+    checked_model_dir,
     default_threads,
     onnx_session,
     packaged_model_dir,
@@ -198,8 +198,6 @@ def base_reader_model(attention: str = "sdpa") -> Any:
     """The packaged MiniLM with a fresh span head (``BertForQuestionAnswering``), loaded
     offline; transformers' report of the new head and the unused pooler is expected, so
     it is silenced during this load only."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from transformers import BertForQuestionAnswering
     from transformers.utils import logging as transformers_logging
 
@@ -208,7 +206,7 @@ def base_reader_model(attention: str = "sdpa") -> Any:
     transformers_logging.set_verbosity_error()
     try:
         return BertForQuestionAnswering.from_pretrained(
-            str(packaged_model_dir()), attn_implementation=attention
+            str(checked_model_dir()), attn_implementation=attention, local_files_only=True
         )
     finally:
         transformers_logging.set_verbosity(verbosity)

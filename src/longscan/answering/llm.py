@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -80,7 +79,9 @@ class LLMConfig:
 
     def api_key(self) -> str:
         """The key from the environment; local servers accept any non-empty string."""
-        return os.environ.get(self.api_key_env) or os.environ.get("OPENAI_API_KEY") or "none"
+        from longscan.settings import variable
+
+        return variable(self.api_key_env) or variable("OPENAI_API_KEY") or "none"
 
     def public(self) -> dict[str, Any]:
         return asdict(self)

@@ -182,9 +182,6 @@ def ingest(
     """
     if batch_documents < 1 or batch_chars < 1:
         raise ValueError("batch_documents and batch_chars must be at least 1")
-    from longscan.encoders.minilm import bound_allocator
-
-    bound_allocator()  # freed document texts go back to the OS: peak memory stays flat
     report = IngestReport()
     started = time.perf_counter()
     cache_ = bank.sentence_cache() if scanned_tokens is not None else None

@@ -32,8 +32,12 @@ def _print_version(asked: bool) -> None:
         raise typer.Exit()
 
 
+STREAMING_COMMANDS = frozenset({"ask", "eval", "benchmarks", "retrievers", "bank", "serve"})
+
+
 @app.callback()
 def _options(
+    context: typer.Context,
     version: Annotated[
         bool,
         typer.Option(
@@ -49,12 +53,15 @@ def _options(
     ] = None,
 ) -> None:
     """Question answering over very long documents: find the evidence, cite it by offsets."""
+    if context.invoked_subcommand in STREAMING_COMMANDS:
+        from longscan.devices import bound_allocator
+
+        bound_allocator()  # streaming a long document keeps peak memory flat
     if device is not None:
-        import os
-
         from longscan.devices import DEVICE_VARIABLE, torch_device
+        from longscan.settings import override
 
-        os.environ[DEVICE_VARIABLE] = device
+        override(device=device)
         torch_device.cache_clear()
         try:
             torch_device()

@@ -21,6 +21,7 @@ from longscan.cli.common import (
     LLMModel,
     LLMUrl,
     Verbose,
+    answerer_name,
     console,
     errors,
     fail,
@@ -47,7 +48,7 @@ def ask(
     retriever: Annotated[
         str, typer.Option("--retriever", "-r", help="Retriever name (see `longscan retrievers`).")
     ] = "",
-    answerer: AnswererName = "auto",
+    answerer: AnswererName = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Evidence units kept.")] = 5,
     budget_words: Annotated[
         int | None,
@@ -92,7 +93,7 @@ def ask(
     try:
         validate_query(query)
         documents = read_paths(paths, hidden=hidden)
-        chosen = get_answerer(answerer, llm_settings(llm, llm_model, llm_config))
+        chosen = get_answerer(answerer_name(answerer), llm_settings(llm, llm_model, llm_config))
         pipeline = Pipeline(
             retriever,
             chosen,

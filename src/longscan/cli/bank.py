@@ -20,6 +20,7 @@ from longscan.cli.common import (
     LLMConfigFile,
     LLMModel,
     LLMUrl,
+    answerer_name,
     console,
     errors,
     fail,
@@ -252,7 +253,7 @@ def bank_search(
 def bank_ask(
     query: Annotated[str, typer.Option("--query", "-q", help="The question.")],
     bank: BankFolder = None,
-    answerer: AnswererName = "auto",
+    answerer: AnswererName = None,
     k: Annotated[int, typer.Option("-k", min=1, help="Documents to read evidence from.")] = 5,
     method: Annotated[str, typer.Option(help="First stage: bm25, dense or hybrid.")] = "hybrid",
     depth: Annotated[int, typer.Option(min=1, help="Candidates the scanner reads.")] = 50,
@@ -282,7 +283,7 @@ def bank_ask(
     try:
         validate_query(query)
         store = MemoryBank(_bank_folder(bank), create=False)
-        chosen = get_answerer(answerer, llm_settings(llm, llm_model, llm_config))
+        chosen = get_answerer(answerer_name(answerer), llm_settings(llm, llm_model, llm_config))
         pipeline = Pipeline(None, chosen, budget_words=budget_words, abstain=abstain)
         scanner = Scanner.from_pretrained(cache=store.sentence_cache())
         with errors.status(f"searching the bank ({len(store):,} documents)…"):

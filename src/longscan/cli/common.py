@@ -127,14 +127,14 @@ LLMConfigFile = Annotated[
     ),
 ]
 AnswererName = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--answerer",
         "-a",
-        envvar="LONGSCAN_ANSWERER",
+        show_default=False,
         help="Who answers from the evidence: auto (a configured --llm server, else the "
         "local instruct model when installed, else the extractive reader), llm, local, "
-        "extractive, or none (evidence only).",
+        "extractive, or none (evidence only). Default: LONGSCAN_ANSWERER, else auto.",
     ),
 ]
 Verbose = Annotated[
@@ -155,6 +155,13 @@ def setup_logging(verbose: bool) -> None:
         format="%(levelname)s: %(message)s",
         stream=sys.stderr,
     )
+
+
+def answerer_name(option: str | None) -> str:
+    """The ``--answerer`` given, else the environment's default (``auto`` unset)."""
+    from longscan.settings import CommandDefaults
+
+    return option or CommandDefaults().answerer
 
 
 def llm_settings(

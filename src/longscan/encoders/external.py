@@ -9,7 +9,6 @@ a folder holding only a pickled ``pytorch_model.bin`` is refused, not unpickled.
 from __future__ import annotations
 
 import hashlib
-import os
 from functools import cache
 from pathlib import Path
 from typing import Protocol
@@ -53,7 +52,6 @@ class ExternalEncoder:
     """
 
     def __init__(self, model: str) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
         from longscan.devices import torch_device

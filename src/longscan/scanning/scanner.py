@@ -19,7 +19,6 @@ from longscan.documents import Document
 from longscan.encoders.bert import chosen_runtime
 from longscan.encoders.cache import EmbeddingCache
 from longscan.encoders.contextual import ContextualSentenceEncoder, Progress
-from longscan.encoders.minilm import bound_allocator
 from longscan.files import default_cache_dir
 from longscan.models.onnx import OnnxScanNetwork, export_graphs, exportable
 from longscan.scanning.checkpoint import (
@@ -101,7 +100,6 @@ class Scanner:
     ) -> None:
         if mode not in ("stream", "sliding"):
             raise ValueError(f"unknown scan mode {mode!r}; use 'stream' or 'sliding'")
-        bound_allocator()  # streaming a long document keeps peak memory flat
         if not isinstance(model, OnnxScanNetwork):
             from longscan.devices import torch_device
 
