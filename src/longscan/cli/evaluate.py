@@ -73,12 +73,23 @@ def evaluate_command(
     out: Annotated[
         Path | None, typer.Option(help="Folder for the JSON, markdown and plot.")
     ] = None,
+    run_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write each retriever's sentence ranking as a TREC run (with several "
+            "retrievers, each name joins the file name)."
+        ),
+    ] = None,
+    qrels: Annotated[
+        Path | None, typer.Option(help="Write the gold sentences as TREC qrels.")
+    ] = None,
     verbose: Verbose = False,
 ) -> None:
-    """Evaluate retrievers on a benchmark: budgeted, sentence-level and document-level metrics."""
+    """Evaluate retrievers on a benchmark: budgeted, sentence-level and document-level
+    metrics, and paired randomization tests of each retriever against the first."""
     setup_logging(verbose)
     from longscan.bench.runner import run_benchmark
-    from longscan.evaluation.report import KEY_MEASURES, comparison_table
+    from longscan.evaluation.report import KEY_MEASURES, comparison_table, significance_table
 
     try:
         run = run_benchmark(
@@ -91,12 +102,16 @@ def evaluate_command(
             out_dir=out,
             table_context=table_context,
             instruction=instruction,
+            run_file=run_file,
+            qrels_file=qrels,
         )
     except (ValueError, FileNotFoundError) as error:
         raise fail(str(error)) from None
     scored = {name for result in run.results for name in result.overall}
     shown = [name for name in KEY_MEASURES if name in scored]
     console.print(comparison_table(run.results, shown, title=f"{benchmark} ({split})"))
+    if run.significance:
+        console.print(significance_table(run.significance))
     for path in run.files:
         console.print(f"wrote {path}", highlight=False)
 

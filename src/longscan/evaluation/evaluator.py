@@ -35,6 +35,7 @@ from longscan.selection import with_table_context
 
 DEFAULT_LENGTH_EDGES = (5_000, 20_000, 50_000, 100_000)
 DEFAULT_TOP_K = 2_000
+RUN_DEPTH = 1_000  # sentences of each ranking kept for a TREC run file
 POSITIONS = ("first", "middle", "last", "spread")
 POSITION_KEY = "evidence_position"
 
@@ -164,6 +165,8 @@ class EvaluationResult:
         measures: Names of the measures asked for, in order.
         length_edges: Edges of the length buckets, in words.
         records: One record per item, in the items' order.
+        rankings: Item id -> the sentences ranked (``(doc_id, sentence index)``, best
+            first, at most ``RUN_DEPTH``): what a TREC run file holds. Kept in memory only.
     """
 
     retriever: str
@@ -171,6 +174,7 @@ class EvaluationResult:
     measures: list[str]
     length_edges: tuple[int, ...]
     records: list[ItemRecord]
+    rankings: dict[str, list[tuple[str, int]]] = field(default_factory=dict, repr=False)
 
     @property
     def buckets(self) -> LengthBuckets:
@@ -276,6 +280,7 @@ def evaluate(
     records: list[ItemRecord] = []
     gold: dict[str, list[tuple[str, int]]] = {}
     ranked: dict[str, list[tuple[str, int]]] = {}
+    rankings: dict[str, list[tuple[str, int]]] = {}
     for item in track(items, f"evaluating {name}", enabled=progress):
         started = time.perf_counter()
         evidence = retriever.retrieve(item.query, item.documents, top_k=top_k)
@@ -285,9 +290,11 @@ def evaluate(
         if len(item.documents) > 1:
             ranking = document_ranking(evidence)
             scores.update(document_scores(ranking, gold_documents(item), document_level))
+        depth = max(RUN_DEPTH, deepest)
+        rankings[item.id] = sentences_of_units(evidence, item.documents, limit=depth)
         if sentence_level and item.gold_spans:
             gold[item.id] = gold_sentences(item)
-            ranked[item.id] = sentences_of_units(evidence, item.documents, limit=deepest)
+            ranked[item.id] = rankings[item.id][:deepest]
         words = item.total_words
         records.append(
             ItemRecord(
@@ -311,6 +318,7 @@ def evaluate(
         measures=[measure.name for measure in measures],
         length_edges=buckets.edges,
         records=records,
+        rankings=rankings,
     )
 
 

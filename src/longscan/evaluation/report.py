@@ -23,6 +23,7 @@ from longscan.evaluation.evaluator import (
     EvaluationResult,
 )
 from longscan.evaluation.measures import parse_measures
+from longscan.evaluation.significance import ALPHA, PairedTest
 
 MISSING = "–"
 # The headline measures shown where every measure would not fit (terminal, summaries); the
@@ -129,13 +130,47 @@ def markdown_table(
     results: Sequence[EvaluationResult], measures: Sequence[str] | None = None
 ) -> str:
     """A GitHub markdown table of ``comparison_rows`` (for BENCHMARKS.md)."""
-    header, rows = comparison_rows(results, measures)
+    return _markdown(*comparison_rows(results, measures))
+
+
+def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = [
         "| " + " | ".join(header) + " |",
         "| " + " | ".join([":---"] + ["---:"] * (len(header) - 1)) + " |",
     ]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def significance_rows(tests: Sequence[PairedTest]) -> tuple[list[str], list[list[str]]]:
+    """One row per paired test: the two means, their difference and the p-value (``*``
+    where it is below ``ALPHA``)."""
+    header = ["retriever", "measure", "items", "baseline", "mean", "difference", "p"]
+    rows = [
+        [
+            f"{test.other} vs {test.baseline}",
+            test.measure,
+            str(test.items),
+            _format(test.baseline_mean, test.measure),
+            _format(test.other_mean, test.measure),
+            f"{test.difference:+.3f}",
+            f"{test.p_value:.3f}{'*' if test.significant else ''}",
+        ]
+        for test in tests
+    ]
+    return header, rows
+
+
+def significance_table(tests: Sequence[PairedTest]) -> Table:
+    """A rich table of paired tests against the first retriever."""
+    title = f"Paired randomization tests against the first retriever (* p < {ALPHA})"
+    return _rich_table(*significance_rows(tests), title=title)
+
+
+def significance_markdown(tests: Sequence[PairedTest]) -> str:
+    """The paired tests as a GitHub markdown table."""
+    header, rows = significance_rows(tests)
+    return _markdown(header, rows)
 
 
 def write_json(
