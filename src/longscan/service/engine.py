@@ -43,8 +43,10 @@ from longscan.service.settings import ServiceSettings
 if TYPE_CHECKING:
     from longscan.answering.answerers import Answerer
     from longscan.bank import MemoryBank
+    from longscan.bank.search import BankHit, FirstStage
     from longscan.encoders.contextual import Progress
     from longscan.pipeline import Found, Pipeline
+    from longscan.scanning.scanner import Scanner
 
 T = TypeVar("T")
 
@@ -254,6 +256,7 @@ class Engine:
         self.documents_bytes = 0  # what the segmented documents kept in memory hold
         self._bank: MemoryBank | None = None
         self._pipeline: Pipeline | None = None
+        self._scanner: Scanner | None = None
         self.document_count = 0
 
     # ------------------------------------------------------------------ the job queues
@@ -331,7 +334,8 @@ class Engine:
         cache = EmbeddingCache(
             self.settings.data_dir / "vectors", max_bytes=self.settings.cache_bytes
         )
-        retriever = ScannerRetriever(Scanner.from_pretrained(cache=cache))
+        self._scanner = Scanner.from_pretrained(cache=cache)
+        retriever = ScannerRetriever(self._scanner)
         self._pipeline = Pipeline(retriever, self.answerer, top_k=self.settings.top_k)
         self.document_count = len(self._bank)
 
@@ -444,6 +448,22 @@ class Engine:
         self.pipeline.prepare(documents, progress)
         self.checkpoint()
         return self.pipeline.find(question, documents, top_k=top_k)
+
+    def search(
+        self, question: str, k: int, method: FirstStage, depth: int, two_stage: bool
+    ) -> list[BankHit]:
+        """The bank's best ``k`` documents for ``question`` over the whole bank: the first
+        stage, then (``two_stage``) the scanner over its best ``depth`` (``bank.search``).
+
+        Raises:
+            ValueError: an empty or oversized question, or a dense index that needs repair.
+        """
+        from longscan.bank.search import search
+        from longscan.retrievers.base import validate_query
+
+        validate_query(question)
+        self.checkpoint()
+        return search(self.bank, question, k, method, depth, self._scanner if two_stage else None)
 
 
 def _consume(future: asyncio.Future[Any]) -> None:

@@ -546,3 +546,51 @@ def test_an_upload_that_times_out_is_not_stored(
     assert client.get("/api/documents").json() == before
     assert not (data_dir / "uploads" / "late.txt").exists()
     assert not list((data_dir / "uploads").glob(".late.txt.*"))
+
+
+def test_search_finds_the_evidence_documents_in_the_whole_bank(client: TestClient) -> None:
+    """Real HotpotQA questions asked of the whole bank (every paragraph of five questions,
+    and what the other tests stored): the gold paragraphs come first, and the evidence
+    offsets slice the stored texts."""
+    from longscan.bench.datasets import load_hotpotqa
+
+    questions = load_hotpotqa()[:5]
+    ids = {}
+    for number, question in enumerate(questions):
+        for place, paragraph in enumerate(question.paragraphs):
+            name = f"hotpot-{number}-{place}.txt"
+            stored = client.post("/api/documents/text", json={"name": name, "text": paragraph.text})
+            assert stored.status_code == 200, stored.text
+            ids[stored.json()["id"]] = (question.id, paragraph.supporting)
+    texts: dict[str, str] = {}
+    found, first = 0, 0
+    for question in questions:
+        reply = client.post("/api/search", json={"question": question.question, "k": 5})
+        assert reply.status_code == 200, reply.text
+        hits = reply.json()["hits"]
+        assert len(hits) == 5 and [h["score"] for h in hits] == sorted(
+            (h["score"] for h in hits), reverse=True
+        )
+        for hit in hits:
+            assert hit["evidence"], hit  # two-stage: the scanner cites sentences
+            doc_id = hit["doc_id"]
+            if doc_id not in texts:
+                texts[doc_id] = client.get(f"/api/documents/{doc_id}").json()["text"]
+            for item in hit["evidence"]:
+                assert item["doc_id"] == doc_id
+                assert texts[doc_id][item["start"] : item["end"]] == item["text"]
+        ranked = [ids.get(int(hit["doc_id"])) for hit in hits]
+        found += sum(t == (question.id, True) for t in ranked)
+        first += ranked[0] == (question.id, True)
+    assert first >= 4 and found >= 8, (first, found)  # of 5 questions with 2 gold paragraphs
+    plain = client.post(
+        "/api/search",
+        json={"question": questions[0].question, "method": "bm25", "two_stage": False},
+    )
+    assert plain.status_code == 200 and all(not h["evidence"] for h in plain.json()["hits"])
+    for wrong in ({"question": ""}, {"question": "x", "k": 0}, {"question": "x", "method": "sql"}):
+        assert client.post("/api/search", json=wrong).status_code == 422, wrong
+    assert (
+        client.post("/api/search", json={"question": "x"}, headers={"X-API-Key": ""}).status_code
+        == 401
+    )

@@ -209,7 +209,7 @@ def test_unknown_methods_share_one_metrics_series(client: TestClient) -> None:
     assert methods <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"}
 
 
-def test_metrics_and_the_schema_need_the_key_and_nothing_loads_from_a_cdn(
+def test_metrics_the_schema_and_the_docs_need_the_key_and_nothing_loads_from_a_cdn(
     client: TestClient,
 ) -> None:
     for path in ("/metrics", "/openapi.json", "/docs", "/redoc"):
@@ -217,8 +217,13 @@ def test_metrics_and_the_schema_need_the_key_and_nothing_loads_from_a_cdn(
     assert client.get("/metrics").status_code == 200
     assert client.get("/metrics").headers["content-type"].startswith("text/plain")
     assert client.get("/openapi.json").status_code == 200
-    for path in ("/docs", "/redoc"):  # FastAPI's pages fetch their UI from a CDN: off
-        assert client.get(path).status_code == 404
+    for path in ("/docs", "/redoc"):  # the UI's files come from the app, never a CDN
+        docs = client.get(path)
+        assert docs.status_code == 200 and "://" not in docs.text, path
+        scripts = re.findall(r'src="([^"]+)"', docs.text)
+        assert scripts and all(s.startswith("/docs-static/") for s in scripts), scripts
+        assert all(client.get(s).status_code == 200 for s in scripts)
+        assert client.get(scripts[0], headers={"X-API-Key": ""}).status_code == 401
     page = client.get("/", headers={"X-API-Key": ""})
     assert page.status_code == 200 and "://" not in page.text.replace("http://www.w3", "")
 
