@@ -9,17 +9,12 @@ from longscan.encoders.minilm import get_encoder
 from longscan.items import instructed_query
 from longscan.retrievers.scanner import ScannerRetriever
 from longscan.scanning import Scanner, SlidingWindow
-from longscan.scanning import features as features_module
-from longscan.scanning.features import (
-    FEATURE_NAMES,
-    MAX_QUERY_PARTS,
-    LexicalFeatures,
-    TokenMatch,
-    capitalised_names,
-    max_sim,
-    query_parts,
-    window_dense_rank,
-)
+from longscan.scanning.features import FEATURE_NAMES, PARTS, LexicalFeatures, TokenMatch
+from longscan.scanning.features import paragraphs as paragraphs_module
+from longscan.scanning.features.feedback import capitalised_names
+from longscan.scanning.features.paragraphs import window_dense_rank
+from longscan.scanning.features.query_parts import MAX_QUERY_PARTS, query_parts
+from longscan.scanning.features.token_match import max_sim
 from longscan.scanning.first_stage import rank_feature
 
 
@@ -356,7 +351,7 @@ def test_window_rank_reads_a_units_neighbours_in_its_own_document(monkeypatch) -
     assert ranks[2] == ranks.max()
     as_one = window_dense_rank(vectors, axes[0], words, np.array([0, 10]), width=20)
     assert as_one[5] > ranks[5]  # read as one document, unit 6 would lift unit 5
-    monkeypatch.setattr(features_module, "WINDOW_BLOCK", 3)  # block edges change nothing
+    monkeypatch.setattr(paragraphs_module, "WINDOW_BLOCK", 3)  # block edges change nothing
     assert window_dense_rank(vectors, axes[0], words, bounds, width=20) == pytest.approx(ranks)
 
 
@@ -382,3 +377,12 @@ def test_window_rank_of_a_filing_ignores_the_documents_beside_it(filing_path) ->
     after = together[len(other.sentences) :]
     assert (alone > 0).all() and (together > 0).all()
     assert (np.argsort(-alone, kind="stable") == np.argsort(-after, kind="stable")).all()
+
+
+def test_every_column_is_computed_by_exactly_one_registered_part() -> None:
+    """The layout and the registry agree: a column no part fills, or two parts fill, would
+    be a silent 0 or a silent overwrite."""
+    filled = [name for part in PARTS for name in part.columns]
+    assert sorted(filled) == sorted(FEATURE_NAMES) and len(filled) == len(set(filled))
+    names = [part.name for part in PARTS]
+    assert len(names) == len(set(names)) and all(part.reads for part in PARTS)
