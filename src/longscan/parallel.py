@@ -14,6 +14,10 @@ An embedded session is bound to this process: a watchdog process kills what is l
 when this process ends, however it ends (Ray's own fate-sharing kills the head processes on
 ``SIGKILL``, but not the agents they start). Its temporary folder (sockets, logs) is a short
 one of its own when ``TMPDIR`` is long, because a Unix socket path holds at most 107 bytes.
+
+A cluster is checked before any work: every node must run the same longscan version with the
+same weights (``check_nodes``), since a node with other weights would write vectors that do
+not match the others' into the same index.
 """
 
 from __future__ import annotations
@@ -28,11 +32,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from longscan.files import weights_digest
 from longscan.settings import temp_root, worker_environment
 
 Context = TypeVar("Context")
 
 TASK_RETRIES = 3  # attempts after a worker dies (a process killed, a node lost)
+NODE_CHECK_S = 120.0  # how long a node may take to answer the installation check
 EMBEDDED = "local"  # the address that starts Ray on this machine
 INSTALL_HINT = 'Ray is not installed: pip install "longscan[cluster]"'
 OBJECT_STORE_BYTES = 512 * 1024**2  # embedded only: batches in flight are a few MB each
@@ -126,6 +132,8 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
         except (ConnectionError, RuntimeError, ValueError) as error:
             raise ValueError(f"cannot join the Ray cluster at {address!r}: {error}") from None
     try:
+        if address is not None:
+            check_nodes()
         yield
     finally:
         ray.shutdown()
@@ -151,6 +159,50 @@ def ray_temp_dir() -> str | None:
     if folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
         return tempfile.mkdtemp(prefix="longscan-ray-", dir="/tmp")
     return str(folder)
+
+
+def installation() -> dict[str, str]:
+    """What this machine runs: its longscan version and ``files.weights_digest``."""
+    from longscan import __version__
+
+    return {"longscan": __version__, "weights": weights_digest()}
+
+
+def check_nodes(expected: dict[str, str] | None = None) -> None:
+    """Check that every live node of the Ray session runs ``expected`` (by default this
+    process's ``installation``), by a task pinned to each node.
+
+    Raises:
+        ValueError: a node runs another longscan or other weights (naming the node and
+            what it runs), or does not answer within ``NODE_CHECK_S``.
+    """
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    wanted = expected or installation()
+    probe = ray.remote(num_cpus=0, max_retries=0)(installation)
+    nodes = [node for node in ray.nodes() if node["Alive"]]
+    refs = [
+        probe.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+        ).remote()
+        for node in nodes
+    ]
+    try:
+        found = ray.get(refs, timeout=NODE_CHECK_S)
+    except ray.exceptions.GetTimeoutError:
+        raise ValueError(f"a Ray node did not answer within {NODE_CHECK_S:g} s") from None
+    differ = [
+        f"{node['NodeManagerAddress']} ({node['NodeID'][:8]}) runs {theirs}"
+        for node, theirs in zip(nodes, found, strict=True)
+        if theirs != wanted
+    ]
+    if differ:
+        raise ValueError(
+            f"every Ray node must run this longscan and its weights ({wanted}); "
+            + "; ".join(differ)
+            + ". Install the same longscan on every node"
+        )
 
 
 def _children() -> set[int]:
