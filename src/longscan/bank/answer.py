@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class BankAnswer:
-    """The pipeline's answer and the bank documents its evidence lies in."""
+    """The pipeline's answer and the bank documents its evidence lies in (the part of each
+    that the scanner read: a prefix of the stored text, which the offsets index)."""
 
     answer: Answer
     documents: list[Document]
@@ -50,8 +51,8 @@ def ask(
     """
     question = validate_query(question)
     hits = search(bank, question, k, method, depth, scanner, evidence_per_document)
-    stored = {d.id: d.as_document() for d in bank.get([hit.doc_id for hit in hits])}
-    documents = [stored[hit.doc_id] for hit in hits if hit.doc_id in stored]
+    # what the scan read, segmented once: long reports are not read or segmented again
+    documents = [hit.document for hit in hits if hit.document is not None]
     ranked: list[Evidence] = sorted(
         (e for hit in hits for e in hit.evidence), key=lambda e: -e.score
     )

@@ -32,12 +32,15 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class BankHit:
-    """A document of the bank, its score, and (two-stage only) its best sentences."""
+    """A document of the bank, its score, and (two-stage only) its best sentences and the
+    part of the document the scanner read, which their offsets index (a prefix of the
+    stored text, ``scanned_part``)."""
 
     doc_id: int
     key: str
     score: float
     evidence: list[Evidence] = field(default_factory=list)
+    document: Document | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The hit for machines, its ``doc_id`` as in its evidence (``EVIDENCE_JSON_SCHEMA``):
@@ -120,7 +123,13 @@ def search(
     order = fuse_rankings([by_scanner, by_scanner, by_first])  # the scanner counts twice
     position = {d.id: i for i, d in enumerate(documents)}
     return [
-        BankHit(doc_id, documents[position[doc_id]].key, score, hits[position[doc_id]])
+        BankHit(
+            doc_id,
+            documents[position[doc_id]].key,
+            score,
+            hits[position[doc_id]],
+            readable[position[doc_id]],
+        )
         for doc_id, score in order[:k]
     ]
 
