@@ -20,6 +20,7 @@ from longscan.answering.pipelines import (
     ChatModel,
     answer_with_evidence,
     in_document_order,
+    words_outside_citations,
 )
 from longscan.documents import Document, Evidence
 
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     from longscan.answering.extractive import ExtractiveReader
 
 ANSWERERS = ("auto", "llm", "local", "extractive", "none")
+CITED_ONLY = (
+    "the model replied with citations alone; the answer is the extractive reader's span in "
+    "the evidence it cited"
+)
 
 
 class Answerer(Protocol):
@@ -41,18 +46,64 @@ class Answerer(Protocol):
 
 
 class ChatAnswerer:
-    """A chat model answering from numbered evidence, citing it as ``[n]``."""
+    """A chat model answering from numbered evidence, citing it as ``[n]``.
 
-    def __init__(self, chat: ChatModel, name: str) -> None:
+    A small model sometimes replies with the citation alone ("[12]"): it found the evidence
+    but wrote no answer (measured: about one reply in three from 300 words of SQuAD
+    sentences). The extractive reader then marks the answer inside the evidence the model
+    cited, with its exact offsets, and the answer says so in its warnings.
+    """
+
+    def __init__(self, chat: ChatModel, name: str, reader: ExtractiveReader | None = None) -> None:
         self.chat = chat
         self.name = name
+        self._reader = reader
+
+    @property
+    def reader(self) -> ExtractiveReader:
+        if self._reader is None:  # loaded the first time a reply needs it
+            self._reader = _always_answering_reader()
+        return self._reader
 
     def answer(
         self, question: str, evidence: Sequence[Evidence], documents: Sequence[Document]
     ) -> Answer:
         answer = answer_with_evidence(self.chat, question, evidence, documents)
         answer.answerer = self.name
+        if answer.citations and not words_outside_citations(answer.text):
+            span = read_span(self.reader, question, answer.evidence, answer.citations, documents)
+            if span is not None:
+                answer.text, answer.span, item = span
+                answer.citations = [item]
+                answer.warnings = [*answer.warnings, CITED_ONLY]
         return answer
+
+
+def _always_answering_reader() -> ExtractiveReader:
+    """The shipped reader with no "no answer" threshold (see ``ExtractiveAnswerer``)."""
+    from longscan.answering.extractive import get_reader
+
+    return get_reader(threshold=-math.inf)
+
+
+def read_span(
+    reader: ExtractiveReader,
+    question: str,
+    evidence: Sequence[Evidence],
+    read: Sequence[Evidence],
+    documents: Sequence[Document],
+) -> tuple[str, Evidence, Evidence] | None:
+    """The reader's answer among the items ``read`` of ``evidence`` (numbered from 1 in
+    ``evidence``): its text with its citation, the span's exact offsets, and the item it
+    lies in; None when the reader finds no span."""
+    span = reader.read(question, list(read))
+    if span is None:
+        return None
+    item = read[span.evidence]
+    document = next(d for d in documents if d.id == span.doc_id)
+    marked = Evidence.of(document, span.start, span.end, span.score, item.unit)
+    number = next(n for n, given in enumerate(evidence, start=1) if given is item)
+    return f"{span.text} [{number}]", marked, item
 
 
 def local_answerer_installed() -> bool:
@@ -99,21 +150,14 @@ class ExtractiveAnswerer:
     name = "extractive"
 
     def __init__(self, reader: ExtractiveReader | None = None) -> None:
-        if reader is None:
-            from longscan.answering.extractive import get_reader
-
-            reader = get_reader(threshold=-math.inf)
-        self.reader = reader
+        self.reader = reader or _always_answering_reader()
 
     def answer(
         self, question: str, evidence: Sequence[Evidence], documents: Sequence[Document]
     ) -> Answer:
         ordered = in_document_order(evidence, documents)
-        span = self.reader.read(question, ordered)
-        if span is None:
+        found = read_span(self.reader, question, ordered, ordered, documents)
+        if found is None:
             return Answer(NOT_FOUND, ordered, answerer=self.name)
-        item = ordered[span.evidence]
-        document = next(d for d in documents if d.id == span.doc_id)
-        marked = Evidence.of(document, span.start, span.end, span.score, item.unit)
-        text = f"{span.text} [{span.evidence + 1}]"
+        text, marked, item = found
         return Answer(text, ordered, [item], span=marked, answerer=self.name)

@@ -163,6 +163,11 @@ def format_evidence(evidence: Sequence[Evidence], documents: Sequence[Document] 
     )
 
 
+def words_outside_citations(text: str) -> bool:
+    """Whether an answer says anything besides its ``[n]`` citations."""
+    return bool(_CITATION.sub(" ", text).strip(" \t\n.,;:"))
+
+
 def cited_numbers(text: str) -> list[int]:
     """The numbers an answer cites as ``[3]``, ``[2, 5]`` or ``[2][5]``, each once, first
     mention first."""

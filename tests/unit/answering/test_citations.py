@@ -87,3 +87,28 @@ def test_ask_shows_the_warnings_in_text_and_json(scripted, tmp_path: Path) -> No
     assert reply["answer"]["warnings"] == ["1887: in no evidence it cites"]
     as_text = CliRunner().invoke(app, command, env=env)
     assert "unbacked: 1887: in no evidence it cites" in as_text.stdout
+
+
+@pytest.mark.parametrize("reply", ["[2]", "[2]."])
+def test_a_reply_of_citations_alone_gets_the_readers_span_in_the_cited_evidence(
+    scripted, reply: str
+) -> None:
+    """A small model that finds the evidence but writes only "[2]" still answers: the
+    extractive reader marks the answer inside the item it cited, with exact offsets, and the
+    answer says how it was made."""
+    from longscan.answering.answerers import CITED_ONLY, ChatAnswerer
+
+    document = Document("d.txt", TOWER)
+    _, client = scripted([(200, completion_body(reply), 0)])
+    answer = ChatAnswerer(client, "scripted").answer(
+        "Who designed the tower?", evidence_of(document), [document]
+    )
+    assert answer.text.endswith(" [2]") and "Eiffel" in answer.text
+    assert answer.span is not None and "Eiffel" in answer.span.text
+    assert TOWER[answer.span.start : answer.span.end] == answer.span.text
+    assert answer.citations == [evidence_of(document)[1]] and CITED_ONLY in answer.warnings
+    _, words = scripted([(200, completion_body("Gustave Eiffel [2]."), 0)])
+    kept = ChatAnswerer(words, "scripted").answer(  # a reply in words is left as it is
+        "Who designed the tower?", evidence_of(document), [document]
+    )
+    assert kept.text == "Gustave Eiffel [2]." and kept.span is None
