@@ -54,6 +54,8 @@ class ChatAnswerer:
     cited, with its exact offsets, and the answer says so in its warnings.
     """
 
+    procedure = 2  # 1 left a reply of citations alone as it was (benchmarks key by this)
+
     def __init__(self, chat: ChatModel, name: str, reader: ExtractiveReader | None = None) -> None:
         self.chat = chat
         self.name = name
