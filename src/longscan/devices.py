@@ -130,11 +130,11 @@ def bound_allocator() -> bool:
     a fixed mmap threshold keeps it flat. Returns whether the setting was applied (glibc only).
 
     It is a process-wide choice, so applications make it, not the library: the command line
-    does for the commands that stream (questions, evaluation, the bank, the service), and a
-    Python program that scans long documents may call it once at start. Training does not:
-    every large allocation then costs an mmap and fresh page faults, which made training
-    2-3× slower (half the CPU time in the kernel) when the training process had loaded the
-    encoder.
+    does for the commands that stream (questions, evaluation, benchmarks, the bank, the
+    service), and a Python program that scans long documents may call it once at start.
+    Training does not: every large allocation then costs an mmap and fresh page faults,
+    which made training 2-3× slower (half the CPU time in the kernel) when the training
+    process had loaded the encoder.
     """
     import ctypes
     import ctypes.util

@@ -458,3 +458,13 @@ def test_serve_runs_the_server_guarded_against_slow_clients(monkeypatch, tmp_pat
     assert served == [(8765, "none")]
     unknown = runner.invoke(app, [*command[:-1], "oracle"])
     assert unknown.exit_code == 2 and "unknown answerer 'oracle'" in unknown.output
+
+
+def test_the_commands_that_read_long_documents_bound_the_allocator() -> None:
+    """Each streaming command the list names exists (a renamed command would silently lose
+    its flat peak memory)."""
+    from longscan.cli import STREAMING_COMMANDS
+
+    commands = {command.name for command in app.registered_commands}
+    commands |= {group.name for group in app.registered_groups}
+    assert commands >= STREAMING_COMMANDS, STREAMING_COMMANDS - commands

@@ -32,7 +32,8 @@ def _print_version(asked: bool) -> None:
         raise typer.Exit()
 
 
-STREAMING_COMMANDS = frozenset({"ask", "eval", "benchmarks", "retrievers", "bank", "serve"})
+# the commands that read long documents (the listing commands and training do not)
+STREAMING_COMMANDS = frozenset({"ask", "eval", "bench", "bank", "serve"})
 
 
 @app.callback()
