@@ -111,12 +111,7 @@ class LexicalFeatures:
         token_match: TokenMatch = DEFAULT_TOKEN_MATCH,
     ) -> None:
         self.indexes = SentenceIndexes(max_cached)
-        self.encoder = encoder
         self.tokens = TokenStates(encoder, token_match)
-
-    @property
-    def token_match(self) -> TokenMatch:
-        return self.tokens.token_match
 
     def query_vector(self, query: str) -> np.ndarray:
         """The query's pooled vector (its token states are kept for ``token_match``)."""
