@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from longscan.evaluation import EvaluationResult
-from longscan.evaluation.report import KEY_MEASURES, markdown_table, read_json
+from longscan.evaluation.report import KEY_MEASURES, headline_measures, markdown_table, read_json
 from longscan.retrievers import BASELINES
 
 BARS = {
@@ -77,9 +77,7 @@ def main() -> None:
     runs = load(args.folder, dict(item.split("=", 1) for item in args.rename))
     if not args.no_tables:
         for run, results in runs.items():
-            scored = {name for result in results for name in result.overall}
-            shown = [name for name in KEY_MEASURES if name in scored]
-            print(f"#### {run}\n\n{markdown_table(results, shown)}\n")
+            print(f"#### {run}\n\n{markdown_table(results, headline_measures(results))}\n")
     print("| run | metric | scanner | best baseline | its value | miss ratio | bar | met |")
     print("|---|---|---:|---|---:|---:|---:|---|")
     print("\n".join(verdict_rows(runs, args.scanner)))

@@ -15,7 +15,7 @@ from pathlib import Path
 from longscan.bench.catalogue import build_benchmark
 from longscan.evaluation import EvaluationResult, evaluate
 from longscan.evaluation.report import (
-    KEY_MEASURES,
+    headline_measures,
     markdown_table,
     plot_by_length,
     significance_markdown,
@@ -89,8 +89,7 @@ def run_benchmark(
         result = evaluate(retriever, items, progress=progress, table_context=table_context)
         result.retriever = name
         results.append(result)
-    scored = {name for result in results for name in result.overall}
-    tests = against_first(results, [name for name in KEY_MEASURES if name in scored])
+    tests = against_first(results, headline_measures(results))
     markdown = markdown_table(results)
     if tests:
         markdown += "\n" + significance_markdown(tests)

@@ -89,7 +89,11 @@ def evaluate_command(
     metrics, and paired randomization tests of each retriever against the first."""
     setup_logging(verbose)
     from longscan.bench.runner import run_benchmark
-    from longscan.evaluation.report import KEY_MEASURES, comparison_table, significance_table
+    from longscan.evaluation.report import (
+        comparison_table,
+        headline_measures,
+        significance_table,
+    )
 
     try:
         run = run_benchmark(
@@ -107,8 +111,7 @@ def evaluate_command(
         )
     except (ValueError, FileNotFoundError) as error:
         raise fail(str(error)) from None
-    scored = {name for result in run.results for name in result.overall}
-    shown = [name for name in KEY_MEASURES if name in scored]
+    shown = headline_measures(run.results)
     console.print(comparison_table(run.results, shown, title=f"{benchmark} ({split})"))
     if run.significance:
         console.print(significance_table(run.significance))

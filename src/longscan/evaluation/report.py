@@ -61,9 +61,19 @@ def select_measures(
     """
     if measures is not None:
         return [measure.name for measure in parse_measures(measures)]
-    scored = {name for result in results for name in result.overall}
+    scored = _scored(results)
     ordered = dict.fromkeys(name for result in results for name in result.measures)
     return [name for name in ordered if name in scored]
+
+
+def headline_measures(results: Sequence[EvaluationResult]) -> list[str]:
+    """The ``KEY_MEASURES`` that scored an item in any of ``results``, in that order."""
+    scored = _scored(results)
+    return [name for name in KEY_MEASURES if name in scored]
+
+
+def _scored(results: Sequence[EvaluationResult]) -> set[str]:
+    return {name for result in results for name in result.overall}
 
 
 def _format(value: float | None, key: str) -> str:
