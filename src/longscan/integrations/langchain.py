@@ -92,13 +92,12 @@ class LongscanCompressor(BaseDocumentCompressor):
     ) -> Sequence[LangChainDocument]:
         if not documents:
             return []
-        read = [
-            Document(f"document-{n}", documents[n].page_content) for n in source_order(documents)
-        ]
+        by_id = {f"document-{n}": documents[n] for n in source_order(documents)}
+        read = [Document(name, source.page_content) for name, source in by_id.items()]
         found = self._resolved.find(query, read).evidence
         kept = []
         for item in found:
-            source = documents[int(item.doc_id.rsplit("-", 1)[1])]
+            source = by_id[item.doc_id]
             metadata = {**source.metadata, **evidence_metadata(item)}
             metadata["doc_id"] = source.id
             if isinstance(source.metadata.get("start_index"), int):

@@ -456,7 +456,8 @@ class Engine:
         stage, then (``two_stage``) the scanner over its best ``depth`` (``bank.search``).
 
         Raises:
-            ValueError: an empty or oversized question, or a dense index that needs repair.
+            ValueError: an empty or oversized question.
+            DenseIndexError: dense search over an index that needs repair.
         """
         from longscan.bank.search import search
         from longscan.retrievers.base import validate_query
