@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import math
+import re
 import weakref
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
@@ -20,13 +21,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from longscan.segment import (
-    DEFAULT_MAX_CHARS,
-    DEFAULT_SEGMENTER,
-    SURROGATES,
-    segment,
-    word_chunks,
-)
+# The core type imports no other longscan module: ``longscan.segment`` (below it, importing
+# nothing of longscan either) loads when a document is first segmented, and these mirror its
+# defaults (a test holds them equal).
+DEFAULT_SEGMENTER = "blingfire"
+DEFAULT_MAX_CHARS = 1_000
+_SURROGATE = re.compile("[\ud800-\udfff]")  # lone halves of UTF-16 pairs: no UTF-8 text
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,7 +35,7 @@ T = TypeVar("T")
 def lone_surrogate(text: str) -> str | None:
     """Where ``text`` holds a lone surrogate (U+D800..U+DFFF), which no encoder, tokenizer
     or hash accepts as UTF-8, described for an error message; None when it holds none."""
-    found = None if text.isascii() else SURROGATES.search(text)
+    found = None if text.isascii() else _SURROGATE.search(text)
     return None if found is None else f"U+{ord(found.group()):04X} at offset {found.start()}"
 
 
@@ -125,6 +125,8 @@ class Document:
 
     @cached_property
     def _segmentation(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        from longscan.segment import segment
+
         return segment(self.text, self.segmenter, self.max_sentence_chars)
 
     @property
@@ -144,6 +146,8 @@ class Document:
 
     def chunks(self, words_per_chunk: int = 300) -> np.ndarray:
         """Fixed word-count chunks, ``(m, 2)`` int64 spans."""
+        from longscan.segment import word_chunks
+
         return word_chunks(self.text, self.sentences, words_per_chunk)
 
     def sentence_texts(self) -> list[str]:

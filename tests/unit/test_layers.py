@@ -19,13 +19,36 @@ def test_every_import_contract_is_kept() -> None:
     assert "0 broken" in done.stdout
 
 
-def test_the_core_types_import_only_segmentation() -> None:
-    code = (
-        "import sys, longscan.documents, longscan.items\n"
-        "print(' '.join(sorted(m for m in sys.modules if m.startswith('longscan'))))"
-    )
+def _longscan_modules_after(code: str) -> list[str]:
+    code += "\nprint(' '.join(sorted(m for m in sys.modules if m.startswith('longscan'))))"
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", "import sys\n" + code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
-    loaded = done.stdout.split()
-    assert loaded == ["longscan", "longscan.documents", "longscan.items", "longscan.segment"]
+    return done.stdout.split()
+
+
+def test_the_core_types_import_no_other_longscan_module() -> None:
+    assert _longscan_modules_after("import longscan.documents") == [
+        "longscan",
+        "longscan.documents",
+    ]
+
+
+def test_segmentation_loads_when_a_document_is_first_segmented() -> None:
+    loaded = _longscan_modules_after(
+        "from longscan.documents import Document\n"
+        "assert Document('d', 'One. Two.').sentences.tolist() == [[0, 4], [5, 9]]"
+    )
+    assert loaded == ["longscan", "longscan.documents", "longscan.segment"]
+
+
+def test_the_documents_defaults_are_the_segmenters() -> None:
+    from longscan.documents import DEFAULT_MAX_CHARS, DEFAULT_SEGMENTER
+    from longscan.segment import DEFAULT_MAX_CHARS as SEGMENT_MAX_CHARS
+    from longscan.segment import DEFAULT_SEGMENTER as SEGMENT_SEGMENTER
+
+    assert (DEFAULT_SEGMENTER, DEFAULT_MAX_CHARS) == (SEGMENT_SEGMENTER, SEGMENT_MAX_CHARS)
