@@ -1,12 +1,13 @@
 """Evidence use: how well an answerer answers from each retriever's evidence.
 
     python benchmarks/evidence_use.py [--sets hotpotqa-long,musique-long,...] \
-        [--rows scanner,bm25-chunk,oracle,none,...] [--budgets 300,1000] [--items N] \
+        [--rows scanner,scanner+1,bm25-chunk,oracle,none,...] [--budgets 300,1000] [--items N] \
         [--answerer local|llm|extractive] [--llm URL --llm-model NAME] [--out DIR]
 
 Every row reads the same items of each development set. A retrieval row hands the answerer
 the retriever's best units in a word budget (``longscan.pipeline.Pipeline``, no
-abstention: every question is answered); ``oracle`` hands it the gold sentences in the same
+abstention: every question is answered); ``scanner+1`` reads each unit with one sentence on
+either side, inside the same budget; ``oracle`` hands it the gold sentences in the same
 budget (what the answerer can do with the right evidence), ``none`` asks it with no evidence
 (what it knows alone). Besides each generative answer, the extractive reader reads the same
 evidence, so its EM/F1 stand beside the model's SubEM/F1. Answers are kept in
@@ -48,7 +49,18 @@ SETS = {  # development sets and their built length in words (L-Eval and Loong k
     "leval-financial": 0,
 }
 _CITATION = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")
+_ROW = re.compile(r"[a-z0-9-]+(\+\d+)?")
 ROWS = ("scanner", "bm25-chunk", "dense-chunk", "hybrid-sentence", "rerank", "oracle", "none")
+
+
+def retriever_of(row: str) -> str:
+    """``scanner+1`` → ``scanner``: a row names a retriever, then how many neighbouring
+    sentences each of its units is read with."""
+    return row.partition("+")[0]
+
+
+def neighbours_of(row: str) -> int:
+    return int(row.partition("+")[2] or 0)
 
 
 def answers_of(item: QAItem, text: str) -> dict[str, float]:
@@ -115,10 +127,11 @@ def run_set(
     for budget in budgets:
         pipelines = {
             row: Pipeline(
-                OracleRetriever(items) if row == "oracle" else get_retriever(row),
+                OracleRetriever(items) if row == "oracle" else get_retriever(retriever_of(row)),
                 None,
                 top_k=None,
                 budget_words=budget,
+                neighbours=neighbours_of(row),
                 abstain=False,
             )
             for row in rows
@@ -266,9 +279,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     rows = args.rows.split(",")
-    unknown = set(rows) - set(ROWS)
-    if unknown:
-        parser.error(f"unknown rows {sorted(unknown)}; use {', '.join(ROWS)}")
+    unknown = [row for row in rows if not _ROW.fullmatch(row) or row.startswith("none+")]
+    if unknown or {retriever_of(row) for row in rows} - set(ROWS):
+        parser.error(f"unknown rows in {rows}; use {', '.join(ROWS)}, each with an optional +N")
     budgets = [int(b) for b in args.budgets.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     store = Store(args.out / "answers.jsonl")

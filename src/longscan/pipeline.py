@@ -47,6 +47,8 @@ class Pipeline:
         budget_words: With it, units are kept best first while their words fit (after
             ``top_k``, which then bounds the candidates).
         min_score: Keep only units scored above this (the retriever's scale).
+        neighbours: Widen each kept unit by this many sentences on each side (within its
+            paragraph), counted in the budget: a sentence read with its neighbours.
         abstain: Ask no answerer when the re-scorer judges none of the evidence an answer.
     """
 
@@ -58,6 +60,7 @@ class Pipeline:
         top_k: int | None = DEFAULT_TOP_K,
         budget_words: int | None = None,
         min_score: float | None = None,
+        neighbours: int = 0,
         abstain: bool = True,
     ) -> None:
         if isinstance(retriever, str):
@@ -73,6 +76,7 @@ class Pipeline:
         self.top_k = top_k
         self.budget_words = budget_words
         self.min_score = min_score
+        self.neighbours = neighbours
         self.abstain = abstain
 
     def prepare(self, documents: Sequence[Document], on_progress: Progress | None = None) -> None:
@@ -121,7 +125,9 @@ class Pipeline:
         started = time.perf_counter()
         if self.min_score is not None:
             ranked = [item for item in ranked if item.score > self.min_score]
-        chosen = select(ranked, documents, budget_words=self.budget_words)
+        chosen = select(
+            ranked, documents, budget_words=self.budget_words, neighbours=self.neighbours
+        )
         evidence = cite_table_context(chosen, documents)
         seconds["retrieve"] = seconds.get("retrieve", 0.0) + time.perf_counter() - started
         abstained = False

@@ -94,3 +94,21 @@ def test_an_empty_question_is_refused_before_any_reading(question: str, novel_pa
     pipeline = Pipeline("bm25-sentence", None)
     with pytest.raises(ValueError, match="empty"):
         pipeline.answer(question, read_paths([novel_path]))
+
+
+def test_neighbours_read_each_sentence_with_those_beside_it(novel_path: Path) -> None:
+    documents = read_paths([novel_path])
+    question = "What did Alice drink from the bottle marked DRINK ME?"
+    alone = Pipeline("bm25-sentence", None, top_k=1, abstain=False).find(question, documents)
+    widened = Pipeline("bm25-sentence", None, top_k=1, neighbours=1, abstain=False).find(
+        question, documents
+    )
+    (hit,), (wide,) = alone.evidence, widened.evidence
+    sentences = documents[0].sentences.tolist()
+    index = [start for start, _ in sentences].index(hit.start)
+    paragraph = documents[0].sentence_paragraph
+    same = [i for i in (index - 1, index + 1) if paragraph[i] == paragraph[index]]
+    assert wide.start == sentences[min(same + [index])][0]
+    assert wide.end == sentences[max(same + [index])][1]
+    assert wide.text == documents[0].text[wide.start : wide.end]
+    assert len(wide.text) > len(hit.text)
