@@ -32,7 +32,12 @@ import result_files
 from longscan.answering.answerers import Answerer, ExtractiveAnswerer, get_answerer
 from longscan.answering.llm import resolve_config
 from longscan.answering.pipelines import Answer
-from longscan.answering.prompts import ANSWER_CLOSED_BOOK, versions
+from longscan.answering.prompts import (
+    ANSWER_CLOSED_BOOK,
+    ANSWER_FROM_CITED,
+    ANSWER_WITH_EVIDENCE,
+    versions,
+)
 from longscan.bench.catalogue import build_benchmark
 from longscan.evaluation.answers import exact_match, sub_em, token_f1
 from longscan.items import QAItem
@@ -51,6 +56,13 @@ SETS = {  # development sets and their built length in words (L-Eval and Loong k
 _CITATION = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")
 _ROW = re.compile(r"[a-z0-9-]+(\+\d+)?")
 ROWS = ("scanner", "bm25-chunk", "dense-chunk", "hybrid-sentence", "rerank", "oracle", "none")
+
+
+def answering_versions() -> dict[str, int]:
+    """The versions of the prompts an answer depends on (its key: editing a judge's or the
+    question writer's prompt asks nothing again)."""
+    used = {ANSWER_WITH_EVIDENCE.name, ANSWER_FROM_CITED.name, ANSWER_CLOSED_BOOK.name}
+    return {name: version for name, version in versions().items() if name in used}
 
 
 def retriever_of(row: str) -> str:
@@ -118,9 +130,9 @@ def run_set(
     """Every (row, budget, item) record of one set, asked when not stored yet (with
     ``stored_only``, only the stored ones: a report while another run is asking).
 
-    An answer made by the chat answerer's first procedure carries over to the second when
-    it holds words: the second differs only on replies of citations alone."""
-    prompts = json.dumps(versions(), sort_keys=True)
+    An answer made by the chat answerer's first procedure carries over to a later one when
+    it holds words: the later ones differ only on replies of citations alone."""
+    prompts = json.dumps(answering_versions(), sort_keys=True)
     procedure = getattr(answerer, "procedure", 1)
     first = f"{answerer.name}|{prompts}"
     tag = first if procedure == 1 else f"{answerer.name}@{procedure}|{prompts}"

@@ -17,7 +17,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from longscan.answering.llm import Completion, LLMClient, Message
-from longscan.answering.prompts import ANSWER_WINDOW, ANSWER_WITH_EVIDENCE, MERGE_WINDOW_ANSWERS
+from longscan.answering.prompts import (
+    ANSWER_FROM_CITED,
+    ANSWER_WINDOW,
+    ANSWER_WITH_EVIDENCE,
+    MERGE_WINDOW_ANSWERS,
+)
 from longscan.answering.tokens import count_each, count_tokens
 from longscan.documents import Document, Evidence
 from longscan.scanning.features import ENGLISH_STOP_WORDS
@@ -251,6 +256,28 @@ def answer_with_evidence(
         warnings=citation_warnings(completion.text, ordered, documents, question),
         tokens={"prompt": completion.prompt_tokens, "completion": completion.completion_tokens},
     )
+
+
+def answer_from_cited(
+    client: ChatModel, question: str, answer: Answer, documents: Sequence[Document]
+) -> Answer:
+    """``answer`` (a reply of citations alone) asked again from the evidence it cited, as
+    one unnumbered passage: the reply's words with the same citations, checked as any
+    answer is. ``answer`` itself when the new reply holds no words either."""
+    passage = "\n".join(evidence_lines(in_document_order(answer.citations, documents), documents))
+    completion = client.chat(ANSWER_FROM_CITED.messages(evidence=passage, question=question))
+    words = _CITATION.sub(" ", completion.text).strip()
+    tokens = {
+        "prompt": answer.tokens.get("prompt", 0) + completion.prompt_tokens,
+        "completion": answer.tokens.get("completion", 0) + completion.completion_tokens,
+    }
+    answer.tokens = tokens
+    if not words_outside_citations(words) or NOT_FOUND in words.upper():
+        return answer
+    text = f"{words} {answer.text.strip()}"
+    answer.text = text
+    answer.warnings = citation_warnings(text, answer.evidence, documents, question)
+    return answer
 
 
 def text_windows(

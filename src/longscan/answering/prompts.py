@@ -42,6 +42,15 @@ ANSWER_WITH_EVIDENCE = Prompt(
     "Evidence (in document order):\n{evidence}\n\nQuestion: {question}\n\nAnswer:",
 )
 
+ANSWER_FROM_CITED = Prompt(
+    "answer-from-cited",
+    1,
+    "You answer a question from the passage given, in the passage's own words. Reply with "
+    "the answer itself as a short phrase (a name, a number, a date, yes or no), with no "
+    "explanation.",
+    "Passage:\n{evidence}\n\nQuestion: {question}\n\nAnswer:",
+)
+
 ANSWER_CLOSED_BOOK = Prompt(
     "answer-closed-book",
     1,
@@ -161,6 +170,8 @@ SYNTH_TWO_CHUNKS = Prompt(
 
 ALL_PROMPTS = (
     ANSWER_WITH_EVIDENCE,
+    ANSWER_FROM_CITED,
+    ANSWER_CLOSED_BOOK,
     ANSWER_WINDOW,
     MERGE_WINDOW_ANSWERS,
     JUDGE_FREE_FORM,

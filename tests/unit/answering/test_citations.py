@@ -90,16 +90,43 @@ def test_ask_shows_the_warnings_in_text_and_json(scripted, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("reply", ["[2]", "[2]."])
-def test_a_reply_of_citations_alone_gets_the_readers_span_in_the_cited_evidence(
+def test_a_reply_of_citations_alone_is_asked_again_from_the_cited_evidence(
     scripted, reply: str
 ) -> None:
-    """A small model that finds the evidence but writes only "[2]" still answers: the
-    extractive reader marks the answer inside the item it cited, with exact offsets, and the
-    answer says how it was made."""
+    """A small model that finds the evidence but writes only "[2]" is asked again with the
+    item it cited alone, unnumbered; its words keep the citation and are checked as any
+    answer is. A reply in words the first time is left as it is."""
+    from longscan.answering.answerers import ChatAnswerer
+
+    document = Document("d.txt", TOWER)
+    replies = [(200, completion_body(reply), 0), (200, completion_body("Gustave Eiffel"), 0)]
+    server, client = scripted(replies)
+    answer = ChatAnswerer(client, "scripted").answer(
+        "Who designed the tower?", evidence_of(document), [document]
+    )
+    assert answer.text == f"Gustave Eiffel {reply}" and answer.span is None
+    assert answer.citations == [evidence_of(document)[1]] and answer.warnings == []
+    again = server.requests[1]["messages"][-1]["content"]
+    assert "Its designer was Gustave Eiffel" in again and "[" not in again
+    assert "1889" not in again  # only the cited item
+    _, words = scripted([(200, completion_body("Gustave Eiffel [2]."), 0)])
+    kept = ChatAnswerer(words, "scripted").answer(
+        "Who designed the tower?", evidence_of(document), [document]
+    )
+    assert kept.text == "Gustave Eiffel [2]." and kept.span is None
+
+
+@pytest.mark.parametrize("again", ["[2]", "NOT FOUND"])
+def test_citations_alone_twice_get_the_readers_span_in_the_cited_evidence(
+    scripted, again: str
+) -> None:
+    """When the second reply holds no answer either, the extractive reader marks the answer
+    inside the item cited, with exact offsets, and the answer says how it was made."""
     from longscan.answering.answerers import CITED_ONLY, ChatAnswerer
 
     document = Document("d.txt", TOWER)
-    _, client = scripted([(200, completion_body(reply), 0)])
+    replies = [(200, completion_body("[2]"), 0), (200, completion_body(again), 0)]
+    _, client = scripted(replies)
     answer = ChatAnswerer(client, "scripted").answer(
         "Who designed the tower?", evidence_of(document), [document]
     )
@@ -107,8 +134,3 @@ def test_a_reply_of_citations_alone_gets_the_readers_span_in_the_cited_evidence(
     assert answer.span is not None and "Eiffel" in answer.span.text
     assert TOWER[answer.span.start : answer.span.end] == answer.span.text
     assert answer.citations == [evidence_of(document)[1]] and CITED_ONLY in answer.warnings
-    _, words = scripted([(200, completion_body("Gustave Eiffel [2]."), 0)])
-    kept = ChatAnswerer(words, "scripted").answer(  # a reply in words is left as it is
-        "Who designed the tower?", evidence_of(document), [document]
-    )
-    assert kept.text == "Gustave Eiffel [2]." and kept.span is None
