@@ -259,18 +259,28 @@ def summarise(
                     round(tokens("completion")),
                 ]
             )
-    return {"title": title, "columns": columns, "rows": lines}
+    return result_files.table(title, columns, lines)
 
 
-def markdown(table: dict[str, Any]) -> str:
-    """A table as Markdown, numbers right-aligned, a missing value as a dash."""
-    columns = table["columns"]
-    lines = [f"### {table['title']}", "", "| " + " | ".join(columns) + " |"]
-    lines.append("|---|" + "---:|" * (len(columns) - 1))
-    for row in table["rows"]:
-        cells = ["—" if value is None else str(value) for value in row]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def overview(tables: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+    """Every set's SubEM / F1 side by side, one line per row and budget, with the paired
+    counts against the scanner's row (scanner only / row only) and their p."""
+    columns = ["row", "words"]
+    cells: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
+    for name, found in zip(names, tables, strict=True):
+        columns += [f"{name} SubEM / F1", "S/R (p)"]
+        at = {column: index for index, column in enumerate(found["columns"])}
+        for line in found["rows"]:
+            row, words = line[at["row"]], line[at["words"]]
+            cells[(row, words)][name] = f"{line[at['SubEM']]} / {line[at['F1']]}"
+            paired = (line[at["only scanner right"]], line[at["only row right"]], line[at["p"]])
+            if paired[0] is not None:
+                cells[(row, words)][f"{name} p"] = f"{paired[0]}/{paired[1]} ({paired[2]})"
+    rows = [
+        [row, words, *(v for n in names for v in (got.get(n), got.get(f"{n} p")))]
+        for (row, words), got in cells.items()
+    ]
+    return result_files.table("Every set: SubEM / F1", columns, rows)
 
 
 def main() -> None:
@@ -308,9 +318,10 @@ def main() -> None:
             run_set(name, rows, budgets, items, answerer, reader, store, args.stored_only)
         )
         tables.append(summarise(f"{name} ({len(items)} items)", records, rows, budgets))
-        print(markdown(tables[-1]), flush=True)
+        print(result_files.markdown(tables[-1]), flush=True)
         print(flush=True)
     if args.save:
+        tables.append(overview(tables, args.sets.split(",")))
         settings = {key: value for key, value in vars(args).items() if key != "out"}
         settings.update(answerer=answerer.name, prompts=versions())
         print(f"saved {result_files.save(args.save, {**settings, 'out': str(args.out)}, tables)}")

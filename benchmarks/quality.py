@@ -1,9 +1,12 @@
 """The scanner and every baseline on every shared benchmark (development split), one run.
 
     python benchmarks/quality.py [--out runs/quality] [--extra scanner:PATH ...] [--quick]
+        [--save NAME]
 
-Prints a markdown table per (benchmark, length) and the bar checks of the scanner issue:
-miss rates (1 - metric) of the scanner against the best baseline (hybrid included).
+Prints a markdown table per (benchmark, length) and the scanner's bar checks: miss rates
+(1 - metric) of the scanner against the best baseline (hybrid included). With ``--save``,
+writes one table of every retriever's headline measures per set to
+``benchmarks/results/NAME.json`` for the report.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ import argparse
 import time
 from pathlib import Path
 
+import result_files
 from summarize import load, verdict_rows
 
 from longscan.bench.runner import run_benchmark
+from longscan.evaluation import EvaluationResult
 
 BASELINES = (
     "bm25-sentence",
@@ -25,21 +30,31 @@ BASELINES = (
     "hybrid-chunk",
     "random",
 )
-# (benchmark, words, max items); the bars live in summarize.BARS. The three bar sets use every
-# dev question there is (HotpotQA 100, MuSiQue 38) or 200 (SQuAD): with 40, training seeds
-# alone moved FR@100 by five questions.
+# (benchmark, words, max items, the measures the report shows); the bars live in
+# summarize.BARS. The three bar sets use every dev question there is (HotpotQA 100, MuSiQue
+# 38) or 200 (SQuAD): with 40, training seeds alone moved FR@100 by five questions.
 CONFIGS = (
-    ("hotpotqa-long", 20_000, 100),
-    ("musique-long", 20_000, None),
-    ("squad-long", 50_000, 200),
-    ("squad-long", 10_000, 60),
-    ("squad-long", 2_000, 60),
-    ("hotpotqa-collection", 20_000, 30),
-    ("musique-collection", 20_000, 20),
-    ("leval-coursera", 20_000, None),
-    ("leval-financial", 20_000, None),
-    ("loong", 20_000, None),
+    ("hotpotqa-long", 20_000, 100, ("hit@100", "FR@100", "FR@300", "nDCG@10")),
+    ("musique-long", 20_000, None, ("hit@100", "FR@100", "FR@300", "FR@1000", "FR@2000")),
+    ("squad-long", 50_000, 200, ("hit@100", "FR@100", "FR@300")),
+    ("squad-long", 10_000, 60, ("hit@100", "nDCG@10")),
+    ("squad-long", 2_000, 60, ("hit@100", "nDCG@10")),
+    ("hotpotqa-collection", 20_000, 30, ("FR@300", "nDCG@10", "docSR@10")),
+    ("musique-collection", 20_000, 20, ("FR@300", "nDCG@10", "docSR@10")),
+    ("leval-coursera", 20_000, None, ("ahit@300", "ahit@2000")),
+    ("leval-financial", 20_000, None, ("ahit@300", "ahit@1000", "ahit@2000")),
+    ("loong", 20_000, None, ("ahit@300", "ahit@1000", "ahit@2000")),
 )
+
+
+def report_rows(
+    title: str, results: list[EvaluationResult], measures: tuple[str, ...]
+) -> list[list[object]]:
+    """``title: measure`` then each retriever's value, three decimals."""
+    return [
+        [f"{title}: {measure}", *(round(r.overall.get(measure, float("nan")), 3) for r in results)]
+        for measure in measures
+    ]
 
 
 def main() -> None:
@@ -47,9 +62,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/quality"))
     parser.add_argument("--extra", nargs="*", default=[], help="more retrievers to compare")
     parser.add_argument("--quick", action="store_true", help="5 items per benchmark")
+    parser.add_argument("--save", default=None, help="Write benchmarks/results/NAME.json.")
     args = parser.parse_args()
     retrievers = ["scanner", *args.extra, *BASELINES, "oracle"]
-    for benchmark, words, max_items in CONFIGS:
+    rows: list[list[object]] = []
+    for benchmark, words, max_items, measures in CONFIGS:
         limit = 5 if args.quick else max_items
         started = time.perf_counter()
         run = run_benchmark(
@@ -67,7 +84,12 @@ def main() -> None:
             f"({time.perf_counter() - started:.0f} s)\n\n`{command}`\n"
         )
         print(run.markdown + "\n", flush=True)
+        rows += report_rows(f"{benchmark} {words // 1000}k ({items})", run.results, measures)
     print("\n".join(verdict_rows(load(args.out, {}), "scanner")))
+    if args.save:
+        columns = ["set (items): measure", *retrievers]
+        found = result_files.table("Every retriever, development split", columns, rows)
+        print(f"saved {result_files.save(args.save, vars(args) | {'out': str(args.out)}, [found])}")
 
 
 if __name__ == "__main__":

@@ -54,3 +54,26 @@ def save(name: str, settings: dict[str, Any], tables: list[dict[str, Any]]) -> P
     record = {"name": name, **provenance(), "settings": settings, "tables": tables}
     path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def table(title: str, columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:
+    """A table as result files keep it: a title, column names and rows of cells (None for
+    a value not measured)."""
+    return {"title": title, "columns": columns, "rows": rows}
+
+
+def markdown(found: dict[str, Any], heading: str = "###") -> str:
+    """A table as Markdown, the first column left-aligned and the others right-aligned, a
+    missing value as a dash; with ``heading``, its title above it at that level."""
+    columns = found["columns"]
+    lines = [f"{heading} {found['title']}", ""] if heading else []
+    lines += ["| " + " | ".join(columns) + " |", "|---|" + "---:|" * (len(columns) - 1)]
+    for row in found["rows"]:
+        cells = ["—" if value is None else str(value) for value in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def load(name: str) -> dict[str, Any]:
+    """``results/NAME.json`` as ``save`` wrote it."""
+    return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
