@@ -29,6 +29,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import Any
+
+import result_files
 
 from longscan.devices import PRECISION_VARIABLE
 from longscan.encoders.bert import RUNTIME_VARIABLE
@@ -308,6 +311,11 @@ def command_seconds(args: list[str], cache: Path, threads: int, repeats: int) ->
     return min(times)
 
 
+def _git_short(ref: str) -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", ref], capture_output=True, text=True)
+    return done.stdout.strip() or ref
+
+
 def against(
     data_dir: Path,
     threads: int,
@@ -315,7 +323,7 @@ def against(
     ref: str,
     sizes: list[int],
     checkpoint: Path | None = None,
-) -> None:
+) -> dict[str, Any]:
     """The speed bars: this checkout's scanner (``checkpoint``, default the shipped
     one) against ``ref``'s shipped one (a git commit, checked out to a temporary worktree) in
     the same run, then the command line on the bundled novel (shipped checkpoint)."""
@@ -341,17 +349,21 @@ def against(
             )
             for size, doc in docs.items()
         }
-    print(
-        "\n| code | tokens | first scan (s) | every run (s) | re-query (s, mean of "
-        f"{requeries}) | re-query, new Document (s) | peak RSS (MB) |"
+    columns = ["code", "tokens", "first scan (s)", "every run (s)"]
+    columns += [f"re-query (s, mean of {requeries})", "re-query, new Document (s)"]
+    columns += ["peak RSS (MB)"]
+    head = _git_short("HEAD")
+    rows = [(ref, min(sizes), before)] + [(head, size, r) for size, r in now.items()]
+    found = result_files.table(
+        f"The scanner at {head} against {ref}",
+        columns,
+        [
+            [code, f"{size:,}", round(r["first"], 2), ", ".join(f"{t:.2f}" for t in r["runs"])]
+            + [round(r["requery"], 3), round(r["fresh"], 3), round(r["rss_mb"])]
+            for code, size, r in rows
+        ],
     )
-    print("|---|---:|---:|---|---:|---:|---:|")
-    rows = [(ref, min(sizes), before)] + [("this checkout", size, r) for size, r in now.items()]
-    for code, size, r in rows:
-        print(
-            f"| {code} | {size:,} | {r['first']:.2f} | {', '.join(f'{t:.2f}' for t in r['runs'])}"
-            f" | {r['requery']:.3f} | {r['fresh']:.3f} | {r['rss_mb']:.0f} |"
-        )
+    print("\n" + result_files.markdown(found, ""))
     base = now[min(sizes)]
     per_100k = base["requery"] * 100_000 / min(sizes)
     print(f"\nfirst scan, {ref} / this checkout: {before['first'] / base['first']:.2f} (bar >= 3)")
@@ -377,6 +389,16 @@ def against(
         f"{bm25:.2f} s; ratio {scanner / bm25:.2f} (bars <= 2 and <= 3 s)"
     )
     print(f"`longscan --help`: {helping:.2f} s (bar <= 1 s)")
+    commands = result_files.table(
+        "The command line (bundled novel, already scanned; best of the repeats)",
+        ["command", "seconds"],
+        [
+            ["longscan ask", round(scanner, 2)],
+            ["longscan ask -r bm25-sentence", round(bm25, 2)],
+            ["longscan --help", round(helping, 2)],
+        ],
+    )
+    return {"tables": [found, commands]}
 
 
 def main() -> None:
@@ -417,6 +439,9 @@ def main() -> None:
         help="Only the speed bars: this checkout's scanner against REF's (a git commit) "
         "at the smallest of --sizes, peak RSS at the largest, and the command line.",
     )
+    parser.add_argument(
+        "--save", default=None, help="With --against: write benchmarks/results/NAME.json."
+    )
     args = parser.parse_args()
     if args.rescoring_cost:
         rounds = None if args.rounds is None else json.loads(args.rounds)
@@ -426,7 +451,12 @@ def main() -> None:
         return
     if args.against:
         sizes = sorted(int(s) for s in args.sizes.split(","))
-        against(args.data_dir, args.threads, args.repeats, args.against, sizes, args.checkpoint)
+        found = against(
+            args.data_dir, args.threads, args.repeats, args.against, sizes, args.checkpoint
+        )
+        if args.save:
+            settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+            print(f"saved {result_files.save(args.save, settings, found['tables'])}")
         return
     if args.ratio_only:
         time_ratio(args.data_dir, args.threads, args.ratio_only)
