@@ -1,7 +1,7 @@
 """Time to an answer once the question is scanned, for each answerer and local runtime.
 
     python benchmarks/answer_speed.py [--items 5] [--budgets 300,1000] \
-        [--runtimes gpt4all,llama-cpp-python]
+        [--runtimes gpt4all,llama-cpp-python] [--save NAME]
 
 The first ``--items`` HotpotQA-long development questions are scanned first (not timed);
 then each answerer answers from the scanner's evidence at each word budget, and the wall
@@ -9,24 +9,28 @@ time of that step alone is kept: the extractive reader (ONNX Runtime), and the l
 instruct model through each runtime named: ``gpt4all`` (the prebuilt llama.cpp that
 ``longscan[answerer]`` installs) and ``llama-cpp-python`` (llama.cpp compiled on this
 machine by ``pip``; only when installed), both greedy on the same ChatML prompt, so they
-also show whether the two builds give the same answers. Prints median and maximum seconds,
-prompt tokens and the share of answers equal to the first runtime's.
+also show whether the two builds give the same answers. The model answers as ``ask`` has it
+answer (``ChatAnswerer``: a reply of citations alone is asked again), so a time is what a
+user waits. Prints median and maximum seconds, prompt tokens and the share of answers equal
+to the first runtime's; ``--save`` writes them to ``benchmarks/results/NAME.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
 
-from longscan.answering.answerers import ExtractiveAnswerer
+import result_files
+
+from longscan.answering.answerers import ChatAnswerer, ExtractiveAnswerer
 from longscan.answering.inprocess import MAX_ANSWER_TOKENS, PROMPT_BATCH, InProcessChat, chatml
 from longscan.answering.llm import Completion, Message
 from longscan.answering.local import QUESTION_WRITER
-from longscan.answering.pipelines import answer_with_evidence
 from longscan.bench.catalogue import build_benchmark
 from longscan.pipeline import Found, Pipeline
 
@@ -75,6 +79,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=5)
     parser.add_argument("--budgets", default="300,1000")
     parser.add_argument("--runtimes", default="gpt4all,llama-cpp-python")
+    parser.add_argument("--save", default=None, help="Write benchmarks/results/NAME.json.")
     args = parser.parse_args()
     items = build_benchmark("hotpotqa-long", "dev", 20_000, max_items=args.items)
     budgets = [int(b) for b in args.budgets.split(",")]
@@ -83,15 +88,16 @@ def main() -> None:
         pipeline = Pipeline("scanner", None, top_k=None, budget_words=budget, abstain=False)
         for item in items:
             found[(budget, item.id)] = pipeline.find(item.query, item.documents)
-    chats: dict[str, object] = {}
+    chats: dict[str, ChatAnswerer] = {}
     for runtime in args.runtimes.split(","):
         if runtime == "gpt4all":
-            chats[runtime] = InProcessChat()
+            chats[runtime] = ChatAnswerer(InProcessChat(), runtime)
         elif importlib.util.find_spec("llama_cpp") is not None:
-            chats[runtime] = CompiledChat()
+            chats[runtime] = ChatAnswerer(CompiledChat(), runtime)
     reader = ExtractiveAnswerer()
-    print("| answerer | words | n | median s | max s | prompt tokens | same answer as first |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    columns = ["answerer", "words", "n", "median s", "max s", "prompt tokens"]
+    columns.append("same answer as first")
+    lines: list[list[object]] = []
     for budget in budgets:
         rows = {"extractive": [], **{name: [] for name in chats}}
         for item in items:
@@ -101,11 +107,7 @@ def main() -> None:
             )
             for name, chat in chats.items():
                 rows[name].append(
-                    timed(
-                        lambda e=evidence, c=chat: answer_with_evidence(
-                            c, e.question, e.evidence, e.documents
-                        )
-                    )
+                    timed(lambda e=evidence, c=chat: c.answer(e.question, e.evidence, e.documents))
                 )
         first = [answer.text for _, answer in rows[next(iter(chats))]] if chats else []
         for name, results in rows.items():
@@ -114,12 +116,17 @@ def main() -> None:
             same = (
                 sum(a.text == f for (_, a), f in zip(results, first, strict=True)) / len(first)
                 if name in chats
-                else float("nan")
+                else math.nan
             )
-            print(
-                f"| {name} | {budget} | {len(results)} | {statistics.median(seconds):.2f} "
-                f"| {max(seconds):.2f} | {statistics.mean(tokens):.0f} | {same:.2f} |"
+            lines.append(
+                [name, budget, len(results), round(statistics.median(seconds), 2)]
+                + [round(max(seconds), 2), round(statistics.mean(tokens))]
+                + [None if math.isnan(same) else round(same, 2)]
             )
+    found = result_files.table("Time to an answer, question already scanned", columns, lines)
+    print(result_files.markdown(found))
+    if args.save:
+        print(f"saved {result_files.save(args.save, vars(args), [found])}")
 
 
 if __name__ == "__main__":

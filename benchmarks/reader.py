@@ -1,7 +1,7 @@
 """The extractive reader on the development sets, given the gold evidence.
 
     python benchmarks/reader.py [--adapter DIR] [--squad N] [--hotpotqa N] [--musique N] \
-        [--threads N] [--threshold T]
+        [--threads N] [--threshold T] [--save NAME]
 
 Every question is read with its gold sentences as evidence (SQuAD: the answer sentence and
 its neighbours; HotpotQA: the supporting sentences; MuSiQue: the sentences of the supporting
@@ -9,7 +9,8 @@ paragraphs, as the dev builders give them), and ``squad-no-answer`` reads the SQ
 questions over three sentences of their articles that hold no answer, where declining is
 right. Prints EM and token F1 (SQuAD normalisation), the same over the questions whose
 answer occurs in their evidence (HotpotQA's yes/no answers never do), the share declined,
-seconds per question, and the time to read 300 words of evidence (median of 20 reads).
+seconds per question, and the time to read 300 words of evidence (median of 20 reads);
+``--save`` writes them to ``benchmarks/results/NAME.json``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import argparse
 import statistics
 import time
 from pathlib import Path
+
+import result_files
 
 from longscan.answering.extractive import PACKAGED, ExtractiveReader
 from longscan.documents import Evidence
@@ -64,6 +67,7 @@ def main() -> None:
         parser.add_argument(f"--{name}", type=int, default=default, help=f"{name} questions")
     parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads")
     parser.add_argument("--threshold", type=float, default=0.0, help="least span score")
+    parser.add_argument("--save", default=None, help="Write benchmarks/results/NAME.json.")
     args = parser.parse_args()
     reader = ExtractiveReader(args.adapter, args.threads, args.threshold)
     sets = development_questions({name: getattr(args, name) for name in DEV_QUESTIONS})
@@ -73,6 +77,21 @@ def main() -> None:
     words = sum(len(item.text.split()) for item in evidence)
     seconds = read_seconds(reader, sets["squad"][0].question, evidence)
     print(f"\nreading {words} words of evidence ({len(evidence)} items): {seconds:.3f} s")
+    if args.save:
+        columns = ["set", "questions", "answer in evidence", "EM", "F1", "declined"]
+        columns += ["s/question"]
+        rows = [
+            [name, row["questions"], row["extractable"], round(row["em"], 3)]
+            + [round(row["f1"], 3), round(row["declined"], 2)]
+            + [round(row["seconds_per_question"], 3)]
+            for name, row in scores.items()
+        ]
+        title = f"Gold evidence given, threshold {args.threshold:g}"
+        timed = [[words, len(evidence), round(seconds, 3)]]
+        tables = [result_files.table(title, columns, rows)]
+        tables.append(result_files.table("Time to read", ["words", "items", "median s"], timed))
+        settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+        print(f"saved {result_files.save(args.save, settings, tables)}")
 
 
 if __name__ == "__main__":
