@@ -27,8 +27,10 @@ import argparse
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import result_files
 
 from longscan.bench.builders import squad_articles
 from longscan.bench.catalogue import build_benchmark
@@ -143,33 +145,38 @@ def split(pairs: list, signal: int) -> tuple[np.ndarray, np.ndarray]:
     return answerable, unanswerable
 
 
-def print_measured(rows: dict[str, list], half: int | None, signal: int, threshold: float) -> None:
+def print_measured(
+    rows: dict[str, list], half: int | None, signal: int, threshold: float, title: str
+) -> dict[str, Any]:
     """The table of ``threshold`` on ``signal`` over one half of every row (0: the even
-    questions, 1: the odd ones; None: both)."""
-    print("| questions | abstaining: precision | recall | answerable answered |")
-    print("|---|---:|---:|---:|")
+    questions, 1: the odd ones; None: both), printed and returned."""
+    columns = ["questions", "abstaining: precision", "recall", "answerable answered"]
     chosen = {n: p if half is None else p[half::2] for n, p in rows.items()}
     every = [p for pairs in chosen.values() for p in pairs]
+    lines = []
     for name, pairs in [*chosen.items(), ("all", every)]:
-        answerable, unanswerable = split(pairs, signal)
-        m = measure(answerable, unanswerable, threshold)
-        print(f"| {name} ({len(pairs)}) | {m['precision']:.3f} | {m['recall']:.3f} | "
-              f"{m['answerable_kept']:.3f} |")  # fmt: skip
-    print()
+        m = measure(*split(pairs, signal), threshold)
+        lines.append([f"{name} ({len(pairs)})", round(m["precision"], 3), round(m["recall"], 3)])
+        lines[-1].append(round(m["answerable_kept"], 3))
+    found = result_files.table(title, columns, lines)
+    print(result_files.markdown(found) + "\n")
+    return found
 
 
-def two_folds(rows: dict[str, list], signal: int, label: str, keep: float) -> float:
+def two_folds(
+    rows: dict[str, list], signal: int, label: str, keep: float
+) -> tuple[float, list[dict[str, Any]]]:
     """A threshold chosen on each half and measured on the other; returns their mean, the
     value to ship (the lowest answerable judgement of 320 questions is an extreme that the
-    other half moves by tenths of a logit)."""
-    chosen = []
+    other half moves by tenths of a logit), and the two tables."""
+    chosen, tables = [], []
     for half in (0, 1):
         pairs = [p for every in rows.values() for p in every[half::2]]
         threshold = choose(*split(pairs, signal), keep=keep)
         chosen.append(threshold)
-        print(f"{label}: threshold {threshold:.4f}, chosen on half {half}, measured on the other\n")
-        print_measured(rows, 1 - half, signal, threshold)
-    return float(np.mean(chosen))
+        title = f"{label}: threshold {threshold:.4f}, chosen on half {half}, measured on the other"
+        tables.append(print_measured(rows, 1 - half, signal, threshold, title))
+    return float(np.mean(chosen)), tables
 
 
 def main() -> None:
@@ -190,6 +197,7 @@ def main() -> None:
     )
     parser.add_argument("--pairs", type=Path, help="Write every row's signal pairs here (JSON).")
     parser.add_argument("--from-pairs", type=Path, help="Read the pairs of an earlier --pairs.")
+    parser.add_argument("--save", default=None, help="Write benchmarks/results/NAME.json.")
     args = parser.parse_args()
     retriever = get_retriever(args.retriever)
     # (answerable, unanswerable) signal pairs per row: [signal][pair]
@@ -214,13 +222,18 @@ def main() -> None:
     print(f"retriever {args.retriever}; each threshold is chosen on half of the questions "
           f"(answering {args.keep:.0%} of them) and measured on the other half; each question "
           "is asked of its own document and of one built without its gold\n")  # fmt: skip
-    thresholds = [two_folds(rows, signal, label, args.keep) for signal, label in enumerate(SIGNALS)]
-    print(f"{SIGNALS[1]}: the mean of its two folds, {thresholds[1]:.4f}, on every question\n")
-    print_measured(rows, None, 1, thresholds[1])
+    folds = [two_folds(rows, signal, label, args.keep) for signal, label in enumerate(SIGNALS)]
+    thresholds = [threshold for threshold, _ in folds]
+    tables = [table for _, two in folds for table in two]
+    title = f"{SIGNALS[1]}: the mean of its two folds, {thresholds[1]:.4f}, on every question"
+    tables.append(print_measured(rows, None, 1, thresholds[1], title))
     shipped = abstain_below()
     if shipped is not None:  # what `ask` does today, over today's retriever
-        print(f"{SIGNALS[1]}: the shipped threshold (abstain_below) {shipped:.4f}\n")
-        print_measured(rows, None, 1, shipped)
+        title = f"{SIGNALS[1]}: the shipped threshold (abstain_below) {shipped:.4f}"
+        tables.append(print_measured(rows, None, 1, shipped, title))
+    if args.save:
+        settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+        print(f"saved {result_files.save(args.save, settings, tables)}")
     if args.write is not None:
         path = args.write / CONFIG_FILE
         config = json.loads(path.read_text(encoding="utf-8"))
