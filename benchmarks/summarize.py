@@ -45,8 +45,14 @@ def bar_of(run: str, metric: str) -> float:
     return 1.0
 
 
-def verdict_rows(runs: dict[str, list[EvaluationResult]], scanner: str) -> list[str]:
-    rows = []
+VERDICT_COLUMNS = ["run", "metric", "scanner", "best baseline", "its value", "miss ratio"]
+VERDICT_COLUMNS += ["bar", "met"]
+
+
+def verdicts(runs: dict[str, list[EvaluationResult]], scanner: str) -> list[list[object]]:
+    """Per run and key measure: the scanner's value, the best baseline's, the ratio of
+    their miss rates, the bar and whether it is met."""
+    rows: list[list[object]] = []
     for run, results in runs.items():
         scores = {r.retriever: r.overall for r in results}
         if scanner not in scores:
@@ -61,10 +67,14 @@ def verdict_rows(runs: dict[str, list[EvaluationResult]], scanner: str) -> list[
             shown = "∞ (baseline perfect)" if ratio is None else f"{ratio:.2f}"
             met = ratio is not None and ratio <= bar + 1e-9
             rows.append(
-                f"| {run} | {metric} | {mine:.3f} | {best} | {theirs:.3f} | {shown} "
-                f"| ≤ {bar:.2f} | {'yes' if met else 'NO'} |"
+                [run, metric, round(mine, 3), best, round(theirs, 3), shown, f"≤ {bar:.2f}"]
+                + ["yes" if met else "NO"]
             )
     return rows
+
+
+def verdict_rows(runs: dict[str, list[EvaluationResult]], scanner: str) -> list[str]:
+    return ["| " + " | ".join(str(cell) for cell in row) + " |" for row in verdicts(runs, scanner)]
 
 
 def main() -> None:
