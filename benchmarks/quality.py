@@ -52,7 +52,7 @@ def report_rows(
 ) -> list[list[object]]:
     """``title: measure`` then each retriever's value, three decimals."""
     return [
-        [f"{title}: {measure}", *(round(r.overall.get(measure, float("nan")), 3) for r in results)]
+        [f"{title}: {measure}", *(f"{r.overall.get(measure, float('nan')):.3f}" for r in results)]
         for measure in measures
     ]
 
