@@ -7,13 +7,14 @@
 Every row reads the same items of each development set. A retrieval row hands the answerer
 the retriever's best units in a word budget (``longscan.pipeline.Pipeline``, no
 abstention: every question is answered); ``scanner+1`` reads each unit with one sentence on
-either side, inside the same budget; ``oracle`` hands it the gold sentences in the same
-budget (what the answerer can do with the right evidence), ``none`` asks it with no evidence
-(what it knows alone). Besides each generative answer, the extractive reader reads the same
-evidence, so its EM/F1 stand beside the model's SubEM/F1. Answers are kept in
-``DIR/answers.jsonl``, keyed by set, item, row, budget, answerer and prompt version, so an
-interrupted run resumes and a rerun asks nothing again. Prints one table per set with
-SubEM, token F1, the reader's EM/F1, seconds and tokens per question.
+either side, ``scanner+p`` with its whole paragraph, inside the same budget; ``oracle``
+hands it the gold sentences in the same budget (what the answerer can do with the right
+evidence), ``none`` asks it with no evidence (what it knows alone). Besides each generative
+answer, the extractive reader reads the same evidence, so its EM/F1 stand beside the
+model's SubEM/F1. Answers are kept in ``DIR/answers.jsonl``, keyed by set, item, row,
+budget, answerer and prompt version, so an interrupted run resumes and a rerun asks nothing
+again. Prints one table per set with SubEM, token F1, the reader's EM/F1, seconds and
+tokens per question.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ SETS = {  # development sets and their built length in words (L-Eval and Loong k
     "leval-financial": 0,
 }
 _CITATION = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")
-_ROW = re.compile(r"[a-z0-9-]+(\+\d+)?")
+_ROW = re.compile(r"[a-z0-9-]+(\+(\d+|p))?")
 ROWS = ("scanner", "bm25-chunk", "dense-chunk", "hybrid-sentence", "rerank", "oracle", "none")
 
 
@@ -67,12 +68,13 @@ def answering_versions() -> dict[str, int]:
 
 def retriever_of(row: str) -> str:
     """``scanner+1`` → ``scanner``: a row names a retriever, then how many neighbouring
-    sentences each of its units is read with."""
+    sentences each of its units is read with (``+p``: its paragraph)."""
     return row.partition("+")[0]
 
 
 def neighbours_of(row: str) -> int:
-    return int(row.partition("+")[2] or 0)
+    widening = row.partition("+")[2]
+    return int(widening) if widening.isdigit() else 0
 
 
 def answers_of(item: QAItem, text: str) -> dict[str, float]:
@@ -144,6 +146,7 @@ def run_set(
                 top_k=None,
                 budget_words=budget,
                 neighbours=neighbours_of(row),
+                paragraph=row.endswith("+p"),
                 abstain=False,
             )
             for row in rows
@@ -303,7 +306,9 @@ def main() -> None:
     rows = args.rows.split(",")
     unknown = [row for row in rows if not _ROW.fullmatch(row) or row.startswith("none+")]
     if unknown or {retriever_of(row) for row in rows} - set(ROWS):
-        parser.error(f"unknown rows in {rows}; use {', '.join(ROWS)}, each with an optional +N")
+        parser.error(
+            f"unknown rows in {rows}; use {', '.join(ROWS)}, each with an optional +N or +p"
+        )
     budgets = [int(b) for b in args.budgets.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     store = Store(args.out / "answers.jsonl")

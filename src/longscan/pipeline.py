@@ -49,6 +49,8 @@ class Pipeline:
         min_score: Keep only units scored above this (the retriever's scale).
         neighbours: Widen each kept unit by this many sentences on each side (within its
             paragraph), counted in the budget: a sentence read with its neighbours.
+        paragraph: Widen each kept unit to its whole paragraph (the unit alone where the
+            paragraph does not fit the budget).
         abstain: Ask no answerer when the re-scorer judges none of the evidence an answer.
     """
 
@@ -61,6 +63,7 @@ class Pipeline:
         budget_words: int | None = None,
         min_score: float | None = None,
         neighbours: int = 0,
+        paragraph: bool = False,
         abstain: bool = True,
     ) -> None:
         if isinstance(retriever, str):
@@ -77,6 +80,7 @@ class Pipeline:
         self.budget_words = budget_words
         self.min_score = min_score
         self.neighbours = neighbours
+        self.paragraph = paragraph
         self.abstain = abstain
 
     def prepare(self, documents: Sequence[Document], on_progress: Progress | None = None) -> None:
@@ -126,7 +130,11 @@ class Pipeline:
         if self.min_score is not None:
             ranked = [item for item in ranked if item.score > self.min_score]
         chosen = select(
-            ranked, documents, budget_words=self.budget_words, neighbours=self.neighbours
+            ranked,
+            documents,
+            budget_words=self.budget_words,
+            neighbours=self.neighbours,
+            paragraph=self.paragraph,
         )
         evidence = cite_table_context(chosen, documents)
         seconds["retrieve"] = seconds.get("retrieve", 0.0) + time.perf_counter() - started

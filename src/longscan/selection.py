@@ -58,11 +58,16 @@ def select(
                 f"({len(by_id[hit.doc_id].text):,} characters)"
             )
     chosen: list[Evidence] = []
+
+    def fits(spans: list[Evidence]) -> bool:
+        return budget_words is None or sum(len(e.text.split()) for e in spans) <= budget_words
+
     for hit in evidence[:top_k] if top_k is not None else evidence:
-        widened = _widen(hit, by_id[hit.doc_id], neighbours, paragraph)
-        merged = _merge_into(chosen, widened, by_id[hit.doc_id])
-        words = sum(len(e.text.split()) for e in merged)
-        if budget_words is not None and words > budget_words:
+        document = by_id[hit.doc_id]
+        merged = _merge_into(chosen, _widen(hit, document, neighbours, paragraph), document)
+        if not fits(merged):  # widened, it does not fit: the unit alone may
+            merged = _merge_into(chosen, hit, document)
+        if not fits(merged):
             break
         chosen = merged
     if order == "document":

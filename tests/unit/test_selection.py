@@ -46,6 +46,17 @@ def test_paragraph_expansion(doc: Document) -> None:
     assert [e.text for e in selected] == ["A one. A two. A three."]
 
 
+def test_a_paragraph_over_the_budget_gives_its_unit_alone(doc: Document) -> None:
+    """A widened unit that does not fit is read alone rather than ending the selection
+    empty (a long paragraph, a table): the budget still holds."""
+    ranked = [hit(doc, 1, 1.0), hit(doc, 3, 0.5)]
+    selected = select(ranked, [doc], paragraph=True, budget_words=5)
+    assert [e.text for e in selected] == ["A two.", "B one."]
+    assert sum(len(e.text.split()) for e in selected) <= 5
+    widened = select(ranked, [doc], neighbours=1, budget_words=2)
+    assert [e.text for e in widened] == ["A two."]
+
+
 def test_bad_arguments(doc: Document) -> None:
     with pytest.raises(ValueError):
         select([], [doc], top_k=0)
