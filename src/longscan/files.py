@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
+import re
 import uuid
 from importlib import resources
 from pathlib import Path
+
+EXPORTS = "exports"  # package folder of prebuilt ONNX graphs (scripts/build_exports.py)
+MANIFEST = "manifest.json"  # their names and SHA-256
+_RUNTIME_TAG = re.compile(r"-ort\d+(?:\.\d+)*")
 
 
 def default_cache_dir() -> Path:
@@ -40,6 +46,36 @@ def weights_digest() -> str:
         digest.update(f"{path.relative_to(root).as_posix()} {file_sha256(path)}\n".encode())
     digest.update(file_sha256(Path(get_model_path()) / "model.safetensors").encode())
     return digest.hexdigest()[:16]
+
+
+def portable_name(name: str) -> str:
+    """A cached export's name without the onnxruntime version that wrote it: an ONNX
+    graph runs on any runtime that reads its opset, so a packaged one serves them all."""
+    return _RUNTIME_TAG.sub("", name)
+
+
+def exports_folder() -> Path:
+    """Where the package keeps its prebuilt graphs (absent from a source checkout until
+    ``scripts/build_exports.py`` fills it)."""
+    return Path(str(resources.files("longscan") / EXPORTS))
+
+
+def prebuilt_export(name: str) -> Path | None:
+    """The packaged ONNX graph a cache file called ``name`` would hold, when this install
+    carries it and its SHA-256 matches the manifest; None otherwise (it is then exported
+    from the weights, which needs torch). A wheel built by ``scripts/build_exports.py``
+    carries every graph the query path runs, so a question needs no torch."""
+    folder = exports_folder()
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    key = portable_name(name)
+    path = folder / key
+    expected = manifest.get(key) if isinstance(manifest, dict) else None
+    if expected is None or not path.is_file() or file_sha256(path) != expected:
+        return None
+    return path
 
 
 def staging_path(path: Path) -> Path:

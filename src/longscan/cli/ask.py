@@ -84,6 +84,7 @@ def ask(
     setup_logging(verbose)
     from longscan.answering.answerers import get_answerer
     from longscan.documents import DocumentError
+    from longscan.encoders.cache import ExportUnavailable
     from longscan.pipeline import Pipeline
     from longscan.readers.files import read_paths
     from longscan.retrievers.base import validate_query
@@ -104,12 +105,15 @@ def ask(
         )
     except (DocumentError, ValueError, RuntimeError) as error:
         raise fail(str(error)) from None
-    with progress_bar("encoding sentences") as advance:
-        pipeline.prepare(documents, advance)
-    with errors.status(f"reading {len(documents)} document(s) with {retriever}…"):
-        found = pipeline.find(query, documents)
-    with errors.status(f"{chosen.name} is answering…") if chosen else nullcontext():
-        answer = pipeline.respond(found)
+    try:
+        with progress_bar("encoding sentences") as advance:
+            pipeline.prepare(documents, advance)
+        with errors.status(f"reading {len(documents)} document(s) with {retriever}…"):
+            found = pipeline.find(query, documents)
+        with errors.status(f"{chosen.name} is answering…") if chosen else nullcontext():
+            answer = pipeline.respond(found)
+    except ExportUnavailable as error:
+        raise fail(str(error)) from None
     if as_json:
         payload = {"question": query, "retriever": retriever, **answer.to_json()}
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))

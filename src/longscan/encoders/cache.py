@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -20,9 +21,16 @@ from pathlib import Path
 import numpy as np
 
 from longscan import __version__
-from longscan.files import file_sha256, staging_path
+from longscan.files import file_sha256, prebuilt_export, staging_path
 
 logger = logging.getLogger(__name__)
+
+
+EXPORT_NEEDS = ("torch", "transformers", "sentence_transformers", "onnx", "peft")
+
+
+class ExportUnavailable(RuntimeError):
+    """A graph that is neither cached nor packaged, on an install that cannot export it."""
 
 
 def built_once(path: Path, build: Callable[[Path], None], what: str) -> Path:
@@ -31,7 +39,12 @@ def built_once(path: Path, build: Callable[[Path], None], what: str) -> Path:
 
     Its SHA-256 is recorded beside it (``.json``) once it is complete, and checked on every
     use: a truncated or altered file is built again, never run. ``build`` writes where it
-    is told; the result is moved into place whole, so a reader never sees half a file.
+    is told; the result is moved into place whole, so a reader never sees half a file. A
+    graph the package carries prebuilt (``files.prebuilt_export``, hash-checked) is copied
+    in instead of built: the query path then needs no torch.
+
+    Raises:
+        ExportUnavailable: building it needs a library this install lacks (torch).
     """
     record = path.with_suffix(".json")
     if path.exists() and record.exists():
@@ -44,10 +57,22 @@ def built_once(path: Path, build: Callable[[Path], None], what: str) -> Path:
         logger.warning("the cached %s %s is damaged; building it again", what, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_path(path)
+    packaged = prebuilt_export(path.name)
     try:
-        build(staging)
+        if packaged is not None:
+            shutil.copyfile(packaged, staging)
+        else:
+            build(staging)
         digest = file_sha256(staging)
         staging.replace(path)
+    except ModuleNotFoundError as error:
+        if error.name is None or error.name.split(".")[0] not in EXPORT_NEEDS:
+            raise
+        raise ExportUnavailable(
+            f"the {what} is not packaged with this install, and exporting it from the "
+            f"weights needs {error.name}: install a longscan wheel built with its graphs "
+            f'(scripts/build_exports.py), or pip install "longscan[train]"'
+        ) from None
     finally:
         staging.unlink(missing_ok=True)
     noted = staging_path(record)
