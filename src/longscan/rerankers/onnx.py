@@ -22,7 +22,7 @@ from longscan.encoders.bert import (
     adapter_onnx,
     default_threads,
     onnx_session,
-    packaged_model_dir,
+    tokenizer_file,
     trace_bert,
 )
 from longscan.rerankers.cross_encoder import PACKAGED, query_tail, sentence_in_context
@@ -74,7 +74,7 @@ class OnnxCrossEncoder:
         self.config, self.digest = checked_adapter_config(directory, REBUILD)
         exported = _exported(directory, self.config, self.digest)
         self.session = onnx_session(exported, threads or default_threads())
-        saved = (packaged_model_dir() / "tokenizer.json").read_text(encoding="utf-8")
+        saved = tokenizer_file().read_text(encoding="utf-8")
         self.tokenizer = Tokenizer.from_str(saved)
         # the pair truncation of transformers' BertTokenizerFast, which the model was trained on
         self.tokenizer.enable_truncation(self.config.max_length, strategy="longest_first")

@@ -29,7 +29,7 @@ ODD_TEXTS = ["", "   ", "naïve café Ünïcödé", "東京は日本の首都で
 
 @pytest.fixture(scope="module")
 def words() -> WordPieces:
-    return WordPieces(packaged_model_dir())
+    return WordPieces()
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,7 @@ def test_int8_vectors_do_not_depend_on_what_was_encoded_before(filing_path: Path
 
 def test_a_damaged_export_is_made_again_not_run(tmp_path: Path, caplog) -> None:
     path = onnx_export(quantized=True, cache_dir=tmp_path)
-    words = WordPieces(packaged_model_dir())
+    words = WordPieces()
     ids, mask = words.batch(["The key is under the stone."], 16)
     before = OnnxBert(path).hidden_states(ids, mask)
     raw = bytearray(path.read_bytes())

@@ -41,3 +41,13 @@ def test_altered_or_missing_weights_are_refused(
     weights.unlink()
     with pytest.raises(EncoderRuntimeError, match="cannot be read"):
         checked_model_dir()
+
+
+def test_the_packaged_tokenizer_and_version_are_the_weights_packages() -> None:
+    """longscan carries MiniLM's tokenizer and names its exports by the pinned weights
+    version, so a question needs no weights package: both must be that package's."""
+    from importlib import metadata
+
+    shipped = bert.tokenizer_file().read_bytes()
+    assert shipped == (packaged_model_dir() / "tokenizer.json").read_bytes()
+    assert metadata.version(bert.WEIGHTS_PACKAGE) == bert.WEIGHTS_VERSION

@@ -12,7 +12,7 @@ import pytest
 
 import longscan.encoders.bert as bert
 import longscan.files as files
-from longscan.encoders.bert import OnnxBert, WordPieces, onnx_export, packaged_model_dir
+from longscan.encoders.bert import OnnxBert, WordPieces, onnx_export
 from longscan.files import MANIFEST, file_sha256, portable_name, prebuilt_export
 
 
@@ -49,7 +49,7 @@ def test_a_packaged_graph_is_copied_in_and_nothing_is_exported(
     monkeypatch.setattr(bert, "_export", no_export)
     path = onnx_export(quantized=True, cache_dir=tmp_path / "fresh")
     assert path.read_bytes() == packaged.read_bytes()
-    words = WordPieces(packaged_model_dir())
+    words = WordPieces()
     ids, mask = words.batch(["The key is under the stone."], 16)
     np.testing.assert_array_equal(
         OnnxBert(path).hidden_states(ids, mask), OnnxBert(exported).hidden_states(ids, mask)
