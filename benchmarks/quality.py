@@ -1,7 +1,7 @@
 """The scanner and every baseline on every shared benchmark (development split), one run.
 
     python benchmarks/quality.py [--out runs/quality] [--extra scanner:PATH ...] [--quick]
-        [--save NAME]
+        [--save NAME] [--only hotpotqa-long:20000,...]
 
 Prints a markdown table per (benchmark, length) and the scanner's bar checks: miss rates
 (1 - metric) of the scanner against the best baseline (hybrid included). With ``--save``,
@@ -63,10 +63,19 @@ def main() -> None:
     parser.add_argument("--extra", nargs="*", default=[], help="more retrievers to compare")
     parser.add_argument("--quick", action="store_true", help="5 items per benchmark")
     parser.add_argument("--save", default=None, help="Write benchmarks/results/NAME.json.")
+    parser.add_argument(
+        "--only",
+        default=None,
+        help="Comma-separated BENCHMARK:WORDS of CONFIGS to run (default: all of them).",
+    )
     args = parser.parse_args()
+    chosen = None if args.only is None else set(args.only.split(","))
+    configs = [c for c in CONFIGS if chosen is None or f"{c[0]}:{c[1]}" in chosen]
+    if chosen is not None and len(configs) != len(chosen):
+        parser.error(f"--only names a set not in CONFIGS: {args.only}")
     retrievers = ["scanner", *args.extra, *BASELINES, "oracle"]
     rows: list[list[object]] = []
-    for benchmark, words, max_items, measures in CONFIGS:
+    for benchmark, words, max_items, measures in configs:
         limit = 5 if args.quick else max_items
         started = time.perf_counter()
         run = run_benchmark(
