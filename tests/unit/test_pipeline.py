@@ -112,3 +112,21 @@ def test_neighbours_read_each_sentence_with_those_beside_it(novel_path: Path) ->
     assert wide.end == sentences[max(same + [index])][1]
     assert wide.text == documents[0].text[wide.start : wide.end]
     assert len(wide.text) > len(hit.text)
+
+
+def test_ask_paragraphs_gives_each_sentence_its_paragraph(novel_path: Path) -> None:
+    question = "What did Alice drink from the bottle marked DRINK ME?"
+    command = ["ask", str(novel_path), "-q", question, "-r", "bm25-sentence", "-k", "3"]
+    command += ["--answerer", "none", "--no-abstain", "--json"]
+    plain = json.loads(CliRunner().invoke(app, command, env={"COLUMNS": "80"}).stdout)
+    wide = json.loads(
+        CliRunner().invoke(app, [*command, "--paragraphs"], env={"COLUMNS": "80"}).stdout
+    )
+    document = read_paths([novel_path])[0]
+    paragraphs = {tuple(span) for span in document.paragraphs.tolist()}
+    assert {(e["start"], e["end"]) for e in wide["evidence"]} <= paragraphs
+    for sentence in plain["evidence"]:  # every sentence is inside the evidence read
+        assert any(
+            e["start"] <= sentence["start"] and sentence["end"] <= e["end"]
+            for e in wide["evidence"]
+        )

@@ -54,6 +54,14 @@ def ask(
         int | None,
         typer.Option(min=1, help="Keep the best units while their words fit this budget."),
     ] = None,
+    paragraphs: Annotated[
+        bool,
+        typer.Option(
+            help="Read each kept sentence in its whole paragraph (the sentence alone where "
+            "the paragraph does not fit --budget-words): measured better for a question "
+            "one passage answers, worse for one that joins several.",
+        ),
+    ] = False,
     min_score: Annotated[
         float | None,
         typer.Option(
@@ -101,6 +109,7 @@ def ask(
             top_k=top_k,
             budget_words=budget_words,
             min_score=min_score,
+            paragraph=paragraphs,
             abstain=abstain,
         )
     except (DocumentError, ValueError, RuntimeError) as error:
