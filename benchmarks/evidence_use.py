@@ -267,14 +267,18 @@ def summarise(
 
 def overview(tables: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     """Every set's SubEM / F1 side by side, one line per row and budget, with the paired
-    counts against the scanner's row (scanner only / row only) and their p."""
+    counts against the scanner's row (scanner only / row only) and their p; a row not yet
+    answered on every item of a set shows a dash there."""
     columns = ["row", "words"]
     cells: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
     for name, found in zip(names, tables, strict=True):
         columns += [f"{name} SubEM / F1", "S/R (p)"]
         at = {column: index for index, column in enumerate(found["columns"])}
+        whole = max(line[at["n"]] for line in found["rows"])
         for line in found["rows"]:
             row, words = line[at["row"]], line[at["words"]]
+            if line[at["n"]] < whole:
+                continue
             cells[(row, words)][name] = f"{line[at['SubEM']]} / {line[at['F1']]}"
             paired = (line[at["only scanner right"]], line[at["only row right"]], line[at["p"]])
             if paired[0] is not None:
