@@ -232,8 +232,7 @@ def main() -> None:
         title = f"{SIGNALS[1]}: the shipped threshold (abstain_below) {shipped:.4f}"
         tables.append(print_measured(rows, None, 1, shipped, title))
     if args.save:
-        settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-        print(f"saved {result_files.save(args.save, settings, tables)}")
+        print(f"saved {result_files.save(args.save, vars(args), tables)}")
     if args.write is not None:
         path = args.write / CONFIG_FILE
         config = json.loads(path.read_text(encoding="utf-8"))

@@ -331,9 +331,8 @@ def main() -> None:
         print(flush=True)
     if args.save:
         tables.append(overview(tables, args.sets.split(",")))
-        settings = {key: value for key, value in vars(args).items() if key != "out"}
-        settings.update(answerer=answerer.name, prompts=versions())
-        print(f"saved {result_files.save(args.save, {**settings, 'out': str(args.out)}, tables)}")
+        settings = {**vars(args), "answerer": answerer.name, "prompts": versions()}
+        print(f"saved {result_files.save(args.save, settings, tables)}")
 
 
 if __name__ == "__main__":

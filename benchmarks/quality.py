@@ -107,8 +107,7 @@ def main() -> None:
                 if row[6] != "≤ 1.00" or row[7] == "NO"
             ],
         )
-        settings = vars(args) | {"out": str(args.out)}
-        print(f"saved {result_files.save(args.save, settings, [found, bars])}")
+        print(f"saved {result_files.save(args.save, vars(args), [found, bars])}")
 
 
 if __name__ == "__main__":

@@ -90,8 +90,7 @@ def main() -> None:
         timed = [[words, len(evidence), round(seconds, 3)]]
         tables = [result_files.table(title, columns, rows)]
         tables.append(result_files.table("Time to read", ["words", "items", "median s"], timed))
-        settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-        print(f"saved {result_files.save(args.save, settings, tables)}")
+        print(f"saved {result_files.save(args.save, vars(args), tables)}")
 
 
 if __name__ == "__main__":

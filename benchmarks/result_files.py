@@ -52,7 +52,8 @@ def save(name: str, settings: dict[str, Any], tables: list[dict[str, Any]]) -> P
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
     record = {"name": name, **provenance(), "settings": settings, "tables": tables}
-    path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(record, indent=1, ensure_ascii=False, default=str)  # paths as text
+    path.write_text(text + "\n", encoding="utf-8")
     return path
 
 

@@ -463,8 +463,7 @@ def main() -> None:
             args.data_dir, args.threads, args.repeats, args.against, sizes, args.checkpoint
         )
         if args.save:
-            settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-            print(f"saved {result_files.save(args.save, settings, found['tables'])}")
+            print(f"saved {result_files.save(args.save, vars(args), found['tables'])}")
         return
     if args.ratio_only:
         time_ratio(args.data_dir, args.threads, args.ratio_only)

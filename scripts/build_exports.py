@@ -45,17 +45,11 @@ for retriever in sys.argv[3:]:
 """
 
 
-def sha256(path: Path) -> str:
-    from longscan.files import file_sha256
-
-    return file_sha256(path)
-
-
 def build(out: Path, retrievers: tuple[str, ...] = RETRIEVERS) -> dict[str, str]:
     """Export every graph of ``retrievers``' query path into an empty cache, then copy the
     graphs (not the optimised forms, which each runtime makes for itself) to ``out`` with
     their manifest."""
-    from longscan.files import MANIFEST, portable_name
+    from longscan.files import MANIFEST, file_sha256, portable_name
 
     with tempfile.TemporaryDirectory() as cache:
         environment = {**os.environ, "LONGSCAN_CACHE_DIR": cache}
@@ -73,27 +67,25 @@ def build(out: Path, retrievers: tuple[str, ...] = RETRIEVERS) -> dict[str, str]
         for graph in graphs:
             target = out / portable_name(graph.name)
             shutil.copyfile(graph, target)
-            manifest[target.name] = sha256(target)
+            manifest[target.name] = file_sha256(target)
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
 
 
 def check(out: Path) -> list[str]:
-    """What is wrong with ``out``: a graph missing or differing from its manifest."""
-    from longscan.files import MANIFEST
+    """What is wrong with ``out``: each graph that the query path would not use (missing, or
+    differing from its manifest), judged as ``longscan.files.prebuilt_export`` judges it."""
+    from longscan.files import MANIFEST, prebuilt_export
 
     try:
         manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         return [f"no readable manifest in {out}: {error}"]
-    problems = []
-    for name, expected in manifest.items():
-        path = out / name
-        if not path.is_file():
-            problems.append(f"{name}: missing")
-        elif sha256(path) != expected:
-            problems.append(f"{name}: differs from its manifest")
-    return problems
+    return [
+        f"{name}: missing or differs from its manifest"
+        for name in manifest
+        if prebuilt_export(name, out) is None
+    ]
 
 
 def main() -> None:

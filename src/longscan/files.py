@@ -60,12 +60,13 @@ def exports_folder() -> Path:
     return Path(str(resources.files("longscan") / EXPORTS))
 
 
-def prebuilt_export(name: str) -> Path | None:
+def prebuilt_export(name: str, folder: Path | None = None) -> Path | None:
     """The packaged ONNX graph a cache file called ``name`` would hold, when this install
     carries it and its SHA-256 matches the manifest; None otherwise (it is then exported
     from the weights, which needs torch). A wheel built by ``scripts/build_exports.py``
-    carries every graph the query path runs, so a question needs no torch."""
-    folder = exports_folder()
+    carries every graph the query path runs, so a question needs no torch. ``folder``:
+    another exports folder than the package's (the build script checks its own)."""
+    folder = folder or exports_folder()
     try:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
