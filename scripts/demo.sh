@@ -4,7 +4,7 @@
 #   bash scripts/demo.sh ["your question"] [extra `longscan ask` options]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-source "$ROOT/scripts/setup.sh" "[answerer]"
+source "$ROOT/scripts/setup.sh" "[export,answerer]"
 DEFAULT_QUESTION="What time is it always at the Hatter's tea party?"
 QUESTION="${1:-$DEFAULT_QUESTION}"
 shift || true

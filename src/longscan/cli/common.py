@@ -96,6 +96,14 @@ class WholeErrors(TyperGroup):
         except typer.Abort:
             errors.print("Aborted.", highlight=False)
             sys.exit(1)
+        except ImportError as error:  # an optional library this install lacks
+            from longscan.extras import install_hint
+
+            hint = install_hint(error)
+            if hint is None:
+                raise
+            _print_error(hint)
+            sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -21,12 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from longscan import __version__
+from longscan.extras import install_hint
 from longscan.files import file_sha256, prebuilt_export, staging_path
 
 logger = logging.getLogger(__name__)
-
-
-EXPORT_NEEDS = ("torch", "transformers", "sentence_transformers", "onnx", "peft")
 
 
 class ExportUnavailable(RuntimeError):
@@ -66,12 +64,13 @@ def built_once(path: Path, build: Callable[[Path], None], what: str) -> Path:
         digest = file_sha256(staging)
         staging.replace(path)
     except ModuleNotFoundError as error:
-        if error.name is None or error.name.split(".")[0] not in EXPORT_NEEDS:
+        hint = install_hint(error)
+        if hint is None:
             raise
         raise ExportUnavailable(
             f"the {what} is not packaged with this install, and exporting it from the "
-            f"weights needs {error.name}: install a longscan wheel built with its graphs "
-            f'(scripts/build_exports.py), or pip install "longscan[train]"'
+            f"weights: {hint} (or install a longscan wheel built with its graphs, "
+            "scripts/build_exports.py)"
         ) from None
     finally:
         staging.unlink(missing_ok=True)

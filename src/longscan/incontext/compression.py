@@ -24,8 +24,10 @@ try:
     from kvpress import ScorerPress
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError(
-        "KV-cache presses need kvpress: run scripts/setup.sh '[local-llm]', or "
-        "pip install --no-deps kvpress==0.5.4 (it pins an older transformers it does not need)"
+        'KV-cache presses need kvpress: pip install "longscan[presses]" (which takes the '
+        "older transformers kvpress pins), or pip install --no-deps kvpress==0.5.4 beside a "
+        "newer one, as scripts/setup.sh does",
+        name=error.name,
     ) from error
 
 if TYPE_CHECKING:

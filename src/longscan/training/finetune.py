@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any, Protocol
 
 from longscan.encoders.adapter import AdapterConfig
+from longscan.extras import install_hint
 
 LOG_POINTS = 50  # losses logged per run (the model card keeps them)
 
@@ -117,7 +118,4 @@ def load_start(module: Any, directory: str, adapter: AdapterConfig, rebuild: str
 
 
 def _missing(error: ImportError) -> ImportError:
-    return ImportError(
-        f"fine-tuning needs the [train] extra ({error.name} is missing): "
-        "pip install 'longscan[train]'"
-    )
+    return ImportError(f"fine-tuning: {install_hint(error) or error}", name=error.name)
