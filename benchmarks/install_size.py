@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import venv
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,6 +70,24 @@ def fresh_install(wheel: Path, environment: Path) -> Path:
     python = environment / "bin" / "python"
     pip(python, "install", "--quiet", str(wheel))
     return python
+
+
+def extras(wheel: Path) -> list[str]:
+    """The extras ``wheel`` declares."""
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [item for item in archive.namelist() if item.endswith(".dist-info/METADATA")]
+        text = archive.read(name).decode("utf-8")
+    return [line.split(":", 1)[1].strip() for line in text.splitlines()
+            if line.startswith("Provides-Extra:")]  # fmt: skip
+
+
+def plan(python: Path, wheel: Path, extra: str) -> set[str]:
+    """The distributions pip would install for ``wheel[extra]`` from PyPI (a dry run)."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "report.json"
+        pip(python, "install", "--dry-run", "--quiet", "--report", str(report), f"{wheel}[{extra}]")
+        planned = json.loads(report.read_text(encoding="utf-8"))["install"]
+    return {item["metadata"]["name"].lower() for item in planned}
 
 
 def installed_names(python: Path) -> set[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,14 @@ INSTALL = benchmark("install_size")
 
 
 @pytest.fixture(scope="module")
-def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return INSTALL.build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="module")
+def python(wheel: Path) -> Path:
     """The fresh environment's interpreter, with the wheel installed."""
-    work = tmp_path_factory.mktemp("wheel")
-    return INSTALL.fresh_install(INSTALL.build_wheel(work), work / "venv")
+    return INSTALL.fresh_install(wheel, wheel.parent.parent / "venv")
 
 
 def test_the_wheel_installs_without_torch_or_cuda(python: Path) -> None:
@@ -48,3 +53,19 @@ def test_the_installed_command_answers_the_readme_question(python: Path, tmp_pat
     assert reply["evidence"]
     for item in reply["evidence"]:
         assert text[item["start"] : item["end"]] == item["text"]
+
+
+def test_each_extra_resolves_alone_from_pypi(wheel: Path, python: Path) -> None:
+    """pip finds a consistent set of PyPI packages for the wheel with each extra alone (a
+    dry run: metadata only, nothing downloaded but what the resolver reads)."""
+    extras = INSTALL.extras(wheel)
+    assert {"readers", "serve", "train", "answerer"} <= set(extras)
+    with ThreadPoolExecutor(4) as pool:  # the resolver mostly waits on the index
+        planned = pool.map(lambda extra: INSTALL.plan(python, wheel, extra), extras)
+        plans = dict(zip(extras, planned, strict=True))
+    for extra, names in plans.items():
+        assert names, extra
+        if extra in ("export", "train", "presses", "local-llm", "test", "dev"):
+            assert "torch" in names, extra  # PyPI's build: scripts/setup.sh picks the CPU one
+        else:
+            assert not [name for name in names if name.startswith(INSTALL.GPU_STACK)], extra
