@@ -29,10 +29,18 @@ def provenance() -> dict[str, Any]:
     return {
         "commit": _git("rev-parse", "HEAD") or "unknown",
         "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
-        "command": shlex.join(["python", *sys.argv]),
+        "command": shlex.join(["python", *map(_relative, sys.argv)]),
         "measured": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{cpu_name()}, {os.cpu_count()} cores",
     }
+
+
+def _relative(argument: str) -> str:
+    """A path inside the working folder as the relative path a reader can run anywhere."""
+    path = Path(argument)
+    if path.is_absolute() and path.is_relative_to(Path.cwd()):
+        return str(path.relative_to(Path.cwd()))
+    return argument
 
 
 def cpu_name() -> str:
