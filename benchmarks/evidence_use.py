@@ -7,7 +7,8 @@
 Every row reads the same items of each development set. A retrieval row hands the answerer
 the retriever's best units in a word budget (``longscan.pipeline.Pipeline``, no
 abstention: every question is answered); ``scanner+1`` reads each unit with one sentence on
-either side, ``scanner+p`` with its whole paragraph, inside the same budget; ``oracle``
+either side, ``scanner+p`` with its whole paragraph, ``scanner+p1`` only its best unit
+with its paragraph, inside the same budget; ``oracle``
 hands it the gold sentences in the same budget (what the answerer can do with the right
 evidence), ``none`` asks it with no evidence (what it knows alone). Besides each generative
 answer, the extractive reader reads the same evidence, so its EM/F1 stand beside the
@@ -55,7 +56,7 @@ SETS = {  # development sets and their built length in words (L-Eval and Loong k
     "leval-financial": 0,
 }
 _CITATION = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")
-_ROW = re.compile(r"[a-z0-9-]+(\+(\d+|p))?")
+_ROW = re.compile(r"[a-z0-9-]+(\+(\d+|p\d*))?")
 ROWS = ("scanner", "bm25-chunk", "dense-chunk", "hybrid-sentence", "rerank", "oracle", "none")
 
 
@@ -75,6 +76,12 @@ def retriever_of(row: str) -> str:
 def neighbours_of(row: str) -> int:
     widening = row.partition("+")[2]
     return int(widening) if widening.isdigit() else 0
+
+
+def widened_of(row: str) -> int | None:
+    """``scanner+p1`` → 1: only the best unit is widened (``+p``: every one)."""
+    widening = row.partition("+")[2]
+    return int(widening[1:]) if widening[1:].isdigit() else None
 
 
 def answers_of(item: QAItem, text: str) -> dict[str, float]:
@@ -146,7 +153,8 @@ def run_set(
                 top_k=None,
                 budget_words=budget,
                 neighbours=neighbours_of(row),
-                paragraph=row.endswith("+p"),
+                paragraph=row.partition("+")[2].startswith("p"),
+                widened=widened_of(row),
                 abstain=False,
             )
             for row in rows
@@ -311,7 +319,7 @@ def main() -> None:
     unknown = [row for row in rows if not _ROW.fullmatch(row) or row.startswith("none+")]
     if unknown or {retriever_of(row) for row in rows} - set(ROWS):
         parser.error(
-            f"unknown rows in {rows}; use {', '.join(ROWS)}, each with an optional +N or +p"
+            f"unknown rows in {rows}; use {', '.join(ROWS)}, each with an optional +N, +p or +pN"
         )
     budgets = [int(b) for b in args.budgets.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)

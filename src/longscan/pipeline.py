@@ -51,6 +51,7 @@ class Pipeline:
             paragraph), counted in the budget: a sentence read with its neighbours.
         paragraph: Widen each kept unit to its whole paragraph (the unit alone where the
             paragraph does not fit the budget).
+        widened: Widen only the best this many units (None: every one).
         abstain: Ask no answerer when the re-scorer judges none of the evidence an answer.
     """
 
@@ -64,6 +65,7 @@ class Pipeline:
         min_score: float | None = None,
         neighbours: int = 0,
         paragraph: bool = False,
+        widened: int | None = None,
         abstain: bool = True,
     ) -> None:
         if isinstance(retriever, str):
@@ -81,6 +83,7 @@ class Pipeline:
         self.min_score = min_score
         self.neighbours = neighbours
         self.paragraph = paragraph
+        self.widened = widened
         self.abstain = abstain
 
     def prepare(self, documents: Sequence[Document], on_progress: Progress | None = None) -> None:
@@ -135,6 +138,7 @@ class Pipeline:
             budget_words=self.budget_words,
             neighbours=self.neighbours,
             paragraph=self.paragraph,
+            widened=self.widened,
         )
         evidence = cite_table_context(chosen, documents)
         seconds["retrieve"] = seconds.get("retrieve", 0.0) + time.perf_counter() - started

@@ -26,6 +26,7 @@ def select(
     budget_words: int | None = None,
     neighbours: int = 0,
     paragraph: bool = False,
+    widened: int | None = None,
     order: Order = "score",
 ) -> list[Evidence]:
     """Select evidence from a ranking (best first).
@@ -37,6 +38,8 @@ def select(
         budget_words: Keep hits while their words fit this budget (after expansion).
         neighbours: Widen each hit by this many sentences on each side (same paragraph).
         paragraph: Widen each hit to its whole paragraph.
+        widened: Widen only the best this many hits (None: every one); the others are read
+            alone, so a budget holds the best hit's context and still many distinct hits.
         order: ``"score"`` (best first) or ``"document"`` (reading order, by document as
             given, then offset), the order the paper feeds its generator.
     """
@@ -46,6 +49,8 @@ def select(
         raise ValueError("budget_words must be positive")
     if neighbours < 0:
         raise ValueError("neighbours must be >= 0")
+    if widened is not None and widened < 0:
+        raise ValueError("widened must be >= 0")
     if order not in ("score", "document"):
         raise ValueError("order must be 'score' or 'document'")
     by_id = {document.id: document for document in documents}
@@ -62,9 +67,12 @@ def select(
     def fits(spans: list[Evidence]) -> bool:
         return budget_words is None or sum(len(e.text.split()) for e in spans) <= budget_words
 
-    for hit in evidence[:top_k] if top_k is not None else evidence:
+    for rank, hit in enumerate(evidence[:top_k] if top_k is not None else evidence):
         document = by_id[hit.doc_id]
-        merged = _merge_into(chosen, _widen(hit, document, neighbours, paragraph), document)
+        wide = widened is None or rank < widened
+        merged = _merge_into(
+            chosen, _widen(hit, document, neighbours if wide else 0, paragraph and wide), document
+        )
         if not fits(merged):  # widened, it does not fit: the unit alone may
             merged = _merge_into(chosen, hit, document)
         if not fits(merged):

@@ -46,6 +46,15 @@ def test_paragraph_expansion(doc: Document) -> None:
     assert [e.text for e in selected] == ["A one. A two. A three."]
 
 
+def test_only_the_best_hits_are_widened(doc: Document) -> None:
+    ranked = [hit(doc, 3, 1.0), hit(doc, 1, 0.5)]
+    selected = select(ranked, [doc], paragraph=True, widened=1)
+    assert [e.text for e in selected] == ["B one. B two.", "A two."]
+    assert select(ranked, [doc], paragraph=True, widened=0) == select(ranked, [doc])
+    with pytest.raises(ValueError):
+        select(ranked, [doc], paragraph=True, widened=-1)
+
+
 def test_a_paragraph_over_the_budget_gives_its_unit_alone(doc: Document) -> None:
     """A widened unit that does not fit is read alone rather than ending the selection
     empty (a long paragraph, a table): the budget still holds."""
