@@ -55,6 +55,7 @@ to ``<out>/fuzz-<seed>-<inputs>.json``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import gc
 import json
@@ -64,6 +65,7 @@ import platform
 import random
 import re
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -1157,6 +1159,7 @@ def main() -> None:
 
     logging.disable(logging.WARNING)  # every undecodable byte run would log a warning
     workdir = Path(tempfile.mkdtemp(prefix="longscan-fuzz-"))
+    atexit.register(shutil.rmtree, workdir, True)  # its files and caches take gigabytes
     os.environ["LONGSCAN_CACHE_DIR"] = str(workdir / "cache")  # no vectors left in ~/.cache
     counts = plan(args.inputs, available())
     if args.stages:
