@@ -62,6 +62,15 @@ def ask(
             "one passage answers, worse for one that joins several.",
         ),
     ] = False,
+    widened: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="With --paragraphs, widen only the best this many units, the others read "
+            "alone (1: measured no worse than plain sentences on single- and multi-hop "
+            "questions; default: every unit).",
+        ),
+    ] = None,
     min_score: Annotated[
         float | None,
         typer.Option(
@@ -110,6 +119,7 @@ def ask(
             budget_words=budget_words,
             min_score=min_score,
             paragraph=paragraphs,
+            widened=widened,
             abstain=abstain,
         )
     except (DocumentError, ValueError, RuntimeError) as error:

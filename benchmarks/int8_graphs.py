@@ -1,0 +1,183 @@
+"""The re-scorer and the extractive reader as int8 graphs, against the float32 ones that ship.
+
+    python benchmarks/int8_graphs.py [--squad 100] [--hotpotqa 100] [--save NAME]
+
+A wheel with int8 graphs would be about 130 MB smaller. Each float32 graph is quantised the
+way the scanner's encoder ships (``encoders.bert._quantize``: int8 weights per output
+channel in 7 bits) and run row by row (one scale per tensor would make a row's result
+depend on its batch mates). On the development questions with their gold evidence:
+
+- the re-scorer scores each question against its gold sentences and 12 sentences of other
+  questions: mean and 99th-percentile logit change, how often the top passage changes, and
+  how often the abstention judgement (the best logit against the shipped threshold) flips;
+- the reader reads each question's gold evidence: EM and F1 of both graphs.
+
+Prints sizes, the measures and seconds; ``--save`` writes them to
+``benchmarks/results/NAME.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import result_files
+
+from longscan.answering.extractive import ExtractiveReader, onnx_reader
+from longscan.encoders.bert import _quantize, onnx_session
+from longscan.rerankers.abstention import abstain_below
+from longscan.rerankers.onnx import OnnxCrossEncoder, onnx_cross_encoder
+from longscan.training.reader import DevQuestion, development_questions, score_reader
+
+OTHERS = 12  # sentences of other questions scored beside each question's gold ones
+
+
+def quantised(graph: Path, folder: Path) -> Path:
+    target = folder / f"{graph.stem}-int8.onnx"
+    _quantize(graph, target)
+    return target
+
+
+def row_by_row(graph: Path) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    """A function running ``graph`` on each row of a padded batch alone, without its
+    padding; outputs at padded positions are -1e4 (never a best span or score)."""
+    session = onnx_session(graph, 1)
+
+    def run(feeds: dict[str, np.ndarray]) -> np.ndarray:
+        rows = []
+        for row in range(len(feeds["input_ids"])):
+            length = int(feeds["attention_mask"][row].sum())
+            alone = {name: value[row : row + 1, :length] for name, value in feeds.items()}
+            output = session.run(None, alone)[0]
+            if output.ndim == 1:  # one logit per row
+                rows.append(output)
+                continue
+            padded = np.full((1, feeds["input_ids"].shape[1], *output.shape[2:]), -1e4)
+            padded[:, :length] = output
+            rows.append(padded.astype(np.float32))
+        return np.concatenate(rows)
+
+    return run
+
+
+def rescorer_rows(
+    questions: dict[str, list[DevQuestion]], int8: Path
+) -> tuple[list[list[object]], float, float]:
+    """Per set: pairs, mean and p99 logit change, top-1 changes, abstention flips."""
+    model = OnnxCrossEncoder()
+    run = row_by_row(int8)
+
+    def int8_score(query: str, passages: Sequence[str]) -> np.ndarray:
+        encodings = model.tokenizer.encode_batch([(query, passage) for passage in passages])
+        feeds = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        return run(feeds).reshape(-1)
+
+    threshold = abstain_below()
+    assert threshold is not None, "the shipped re-scorer records its threshold"
+    rng = np.random.default_rng(0)
+    rows, seconds = [], [0.0, 0.0]
+    for name, items in questions.items():
+        pool = [evidence.text for item in items for evidence in item.evidence]
+        changes, top_changed, flips = [], 0, 0
+        for item in items:
+            picked = rng.choice(len(pool), min(OTHERS, len(pool)), replace=False)
+            others = [pool[i] for i in picked]
+            passages = [evidence.text for evidence in item.evidence] + others
+            query = model.fit_query(item.question)
+            scores = []
+            for slot, score in enumerate((model.score, int8_score)):
+                started = time.perf_counter()
+                scores.append(score(query, passages))
+                seconds[slot] += time.perf_counter() - started
+            full, small = scores
+            changes.append(np.abs(full - small))
+            top_changed += int(np.argmax(full) != np.argmax(small))
+            flips += int((full.max() >= threshold) != (small.max() >= threshold))
+        change = np.concatenate(changes)
+        rows.append(
+            [name, len(items), len(change), round(float(change.mean()), 3)]
+            + [round(float(np.quantile(change, 0.99)), 3), top_changed, flips]
+        )
+    return rows, seconds[0], seconds[1]
+
+
+def reader_rows(
+    questions: dict[str, list[DevQuestion]], int8: Path
+) -> tuple[list[list[object]], float, float]:
+    """Per set: EM and F1 of the float32 and the int8 reader on the gold evidence."""
+    reader = ExtractiveReader()
+    scored, seconds = [], []
+    for logits in (None, row_by_row(int8)):
+        if logits is not None:
+            reader.logits = lambda windows, run=logits: run(windows.feeds())  # type: ignore[method-assign]
+        started = time.perf_counter()
+        scored.append({name: score_reader(reader.read, items) for name, items in questions.items()})
+        seconds.append(time.perf_counter() - started)
+    rows = [
+        [name, len(items)]
+        + [round(scored[graph][name][measure], 3) for graph in (0, 1) for measure in ("em", "f1")]
+        for name, items in questions.items()
+    ]
+    return rows, seconds[0], seconds[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--squad", type=int, default=100, help="SQuAD questions")
+    parser.add_argument("--hotpotqa", type=int, default=100, help="HotpotQA questions")
+    parser.add_argument("--save", default=None, help="Write benchmarks/results/NAME.json.")
+    args = parser.parse_args()
+    questions = development_questions({"squad": args.squad, "hotpotqa": args.hotpotqa})
+    questions.pop("squad-no-answer", None)
+    with tempfile.TemporaryDirectory() as folder:
+        graphs = {"re-scorer": onnx_cross_encoder(), "reader": onnx_reader()}
+        small = {name: quantised(graph, Path(folder)) for name, graph in graphs.items()}
+        sizes = [
+            [name, *(round(path.stat().st_size / 1e6, 1) for path in (graphs[name], small[name]))]
+            for name in graphs
+        ]
+        rescored, rescorer_fp32_s, rescorer_int8_s = rescorer_rows(questions, small["re-scorer"])
+        read, reader_fp32_s, reader_int8_s = reader_rows(questions, small["reader"])
+    sizes[0] += [round(rescorer_fp32_s, 1), round(rescorer_int8_s, 1)]
+    sizes[1] += [round(reader_fp32_s, 1), round(reader_int8_s, 1)]
+    tables = [
+        result_files.table(
+            "Graphs",
+            ["graph", "float32 MB", "int8 MB", "float32 s", "int8 s (row by row)"],
+            sizes,
+        ),
+        result_files.table(
+            "The re-scorer, int8 against float32",
+            [
+                "set",
+                "questions",
+                "pairs",
+                "mean logit change",
+                "p99 logit change",
+                "top passage changed",
+            ]
+            + ["abstention flipped"],
+            rescored,
+        ),
+        result_files.table(
+            "The reader on gold evidence",
+            ["set", "questions", "float32 EM", "float32 F1", "int8 EM", "int8 F1"],
+            read,
+        ),
+    ]
+    for found in tables:
+        print(result_files.markdown(found), end="\n\n")
+    if args.save:
+        print(f"saved {result_files.save(args.save, vars(args), tables)}")
+
+
+if __name__ == "__main__":
+    main()
