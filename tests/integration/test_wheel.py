@@ -46,16 +46,17 @@ def test_the_wheel_installs_from_pypi_and_answers(tmp_path: Path) -> None:
         assert text[item["start"] : item["end"]] == item["text"]
 
     # each extra alone: pip finds a consistent set of PyPI packages (a dry run reads
-    # metadata only)
-    extras = INSTALL.extras(wheel)
+    # metadata only); `test` and `dev`, which gather the others, are what scripts/setup.sh
+    # installs for this very suite
+    extras = [extra for extra in INSTALL.extras(wheel) if extra not in ("test", "dev")]
     assert {"readers", "serve", "train", "answerer"} <= set(extras)
-    with ThreadPoolExecutor(8) as pool:  # the resolver mostly waits on the index
+    with ThreadPoolExecutor(4) as pool:  # the resolver mostly waits on the index
         planned = pool.map(lambda extra: INSTALL.plan(python, wheel, extra), extras)
         plans = dict(zip(extras, planned, strict=True))
     for extra, planned_names in plans.items():
         assert planned_names, extra
         gpu = [name for name in planned_names if name.startswith(INSTALL.GPU_STACK)]
-        if extra in ("export", "train", "presses", "local-llm", "test", "dev"):
+        if extra in ("export", "train", "presses", "local-llm"):
             assert "torch" in planned_names, extra  # PyPI's: scripts/setup.sh picks the CPU one
         else:
             assert not gpu, extra
