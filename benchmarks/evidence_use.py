@@ -73,15 +73,15 @@ def retriever_of(row: str) -> str:
     return row.partition("+")[0]
 
 
-def neighbours_of(row: str) -> int:
+def widening_of(row: str) -> dict[str, Any]:
+    """The ``Pipeline`` options a row's suffix names: ``+1`` one neighbour on each side,
+    ``+p`` every unit's paragraph, ``+p1`` the best unit's only."""
     widening = row.partition("+")[2]
-    return int(widening) if widening.isdigit() else 0
-
-
-def widened_of(row: str) -> int | None:
-    """``scanner+p1`` → 1: only the best unit is widened (``+p``: every one)."""
-    widening = row.partition("+")[2]
-    return int(widening[1:]) if widening[1:].isdigit() else None
+    if widening.isdigit():
+        return {"neighbours": int(widening)}
+    if widening.startswith("p"):
+        return {"paragraph": True, "widened": int(widening[1:]) if widening[1:] else None}
+    return {}
 
 
 def answers_of(item: QAItem, text: str) -> dict[str, float]:
@@ -152,10 +152,8 @@ def run_set(
                 None,
                 top_k=None,
                 budget_words=budget,
-                neighbours=neighbours_of(row),
-                paragraph=row.partition("+")[2].startswith("p"),
-                widened=widened_of(row),
                 abstain=False,
+                **widening_of(row),
             )
             for row in rows
             if row != "none"

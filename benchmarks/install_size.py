@@ -13,7 +13,6 @@ came in. ``tests/integration/test_wheel.py`` builds and installs the same way.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -52,11 +51,12 @@ def build_wheel(work: Path) -> Path:
         if (REPO / name).is_file():  # a file deleted but not yet committed is skipped
             (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, source / name)
-    spec = importlib.util.spec_from_file_location("exports", REPO / "scripts/build_exports.py")
-    assert spec is not None and spec.loader is not None
-    exports = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(exports)
-    exports.build(source / "src" / "longscan" / "exports")
+    exports = source / "src" / "longscan" / "exports"
+    subprocess.run(
+        [sys.executable, REPO / "scripts" / "build_exports.py", "--out", exports],
+        check=True,
+        capture_output=True,
+    )
     pip(
         Path(sys.executable), "wheel", "--quiet", "--no-deps", "-w", str(work / "dist"), str(source)
     )

@@ -72,13 +72,7 @@ def rescorer_rows(
     run = row_by_row(int8)
 
     def int8_score(query: str, passages: Sequence[str]) -> np.ndarray:
-        encodings = model.tokenizer.encode_batch([(query, passage) for passage in passages])
-        feeds = {
-            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-        }
-        return run(feeds).reshape(-1)
+        return run(model.feeds(query, passages)).reshape(-1)
 
     threshold = abstain_below()
     assert threshold is not None, "the shipped re-scorer records its threshold"

@@ -40,6 +40,9 @@ finder.find_spec = classmethod(find_spec)
 finder.find_distributions = classmethod(find_distributions)
 """
 
+# the command line, with the arguments after HIDING's
+LONGSCAN = "from longscan.cli import app\nsys.argv = ['longscan', *sys.argv[1:]]\napp()\n"
+
 
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from installed import distributions, hidden, providers, requirements, run_hiding
+from installed import LONGSCAN, distributions, hidden, providers, requirements, run_hiding
 from longscan.extras import PROVIDERS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,10 +111,9 @@ def test_the_table_of_extras_matches_the_declared_requirements() -> None:
 
 
 def test_a_command_whose_extra_is_missing_says_what_to_install(tmp_path: Path) -> None:
-    code = "from longscan.cli import app\nsys.argv = ['longscan', *sys.argv[1:]]\napp()\n"
     done = run_hiding(
         hidden(),
-        code,
+        LONGSCAN,
         ["serve", "--port", "0"],
         timeout=300,
         env={"LONGSCAN_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "COLUMNS": "80"},

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from installed import build_exports_script, hidden, run_hiding
+from installed import LONGSCAN, build_exports_script, hidden, run_hiding
 from longscan.answering.answerers import get_answerer
 from longscan.pipeline import Pipeline
 from longscan.readers.files import read_paths
@@ -18,15 +18,15 @@ from longscan.readers.files import read_paths
 ROOT = Path(__file__).resolve().parents[2]
 NOVEL = ROOT / "src" / "longscan" / "data" / "sample_novel.txt"
 QUESTION = "What time is it always at the Hatter's tea party?"
-CHILD = """
+CHILD = (
+    """
 from pathlib import Path
 import longscan.files
-FOLDER = Path(sys.argv[1])
+FOLDER = Path(sys.argv.pop(1))
 longscan.files.exports_folder = lambda: FOLDER
-from longscan.cli import app
-sys.argv = ["longscan", *sys.argv[2:]]
-app()
 """
+    + LONGSCAN
+)
 
 
 @pytest.fixture(scope="module")

@@ -91,16 +91,19 @@ class OnnxCrossEncoder:
     def passage(self, document: Document, index: int) -> str:
         return sentence_in_context(document, index, headings=self.config.headings)
 
+    def feeds(self, query: str, passages: Sequence[str]) -> dict[str, np.ndarray]:
+        """The graph's inputs for the pairs (``query``, passage), padded to the longest."""
+        encodings = self.tokenizer.encode_batch([(query, passage) for passage in passages])
+        return {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """``(len(passages),)`` float32 logits of ``query`` against each passage."""
         scores = []
         for first in range(0, len(passages), BATCH_PAIRS):
-            pairs = [(query, passage) for passage in passages[first : first + BATCH_PAIRS]]
-            encodings = self.tokenizer.encode_batch(pairs)
-            feeds = {
-                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-            }
+            feeds = self.feeds(query, passages[first : first + BATCH_PAIRS])
             scores.append(self.session.run(None, feeds)[0].reshape(-1))
         return np.concatenate(scores).astype(np.float32) if scores else np.zeros(0, np.float32)
