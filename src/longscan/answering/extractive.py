@@ -34,6 +34,7 @@ from longscan.encoders.bert import (
     tokenizer_file,
     trace_bert,
 )
+from longscan.encoders.storage import READER_STORAGE
 from longscan.rerankers.cross_encoder import QUERY_PIECES, query_tail
 
 if TYPE_CHECKING:
@@ -225,15 +226,19 @@ def load_reader_model(directory: Path = PACKAGED) -> Any:
     return model.eval()
 
 
-def onnx_reader(directory: Path = PACKAGED, cache_dir: Path | None = None) -> Path:
+def onnx_reader(
+    directory: Path = PACKAGED, cache_dir: Path | None = None, storage: str | None = READER_STORAGE
+) -> Path:
     """The ONNX file of the reader in ``directory``, exported on first use and read from
-    the cache afterwards (named by the adapter's checked SHA-256)."""
+    the cache afterwards (named by the adapter's checked SHA-256); ``storage``: how it keeps
+    its weights (``encoders.storage``; None: float32)."""
     config, digest = checked_adapter_config(directory, REBUILD)
     return adapter_onnx(
         "reader-minilm",
         digest,
         config.max_length,
         lambda target: _export(target, directory),
+        storage,
         cache_dir,
     )
 

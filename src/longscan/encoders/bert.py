@@ -4,9 +4,10 @@ Every encoder in longscan is the same thing underneath: word pieces in, one fina
 token out. ``TorchBert`` runs the packaged weights in PyTorch (the reference, the training
 path and the GPU path). ``OnnxBert`` runs the same weights through ONNX Runtime, exported
 here once from the packaged safetensors (never downloaded) and kept in the cache directory:
-float32 gives the reference's states to about 1e-5, and ``int8`` quantises every matrix
-product's weights per output channel, which is about twice as fast on a CPU and moves the
-vectors (docs/experiments.md, "Encoder options"), so its vectors carry another encoder name. The
+float32 computes from weights stored in fewer bits (``encoders.storage``), within cosine
+0.9999 of the reference's vectors, and ``int8`` quantises every matrix product's weights per
+output channel, which is about twice as fast on a CPU and moves the vectors further
+(docs/experiments.md, "Encoder options"), so its vectors carry another encoder name. The
 int8 weights use 7 bits (``INT8_SCHEME``), so every x86-64 CPU computes the same vectors.
 
 Neither needs sentence-transformers, and ``OnnxBert`` with ``WordPieces`` imports neither
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from longscan.encoders.cache import built_once, recorded_sha256
+from longscan.encoders.storage import ENCODER_STORAGE, FOLD_DEQUANTIZE, store_weights
 from longscan.files import default_cache_dir, file_sha256
 from longscan.settings import omp_threads, runtime
 
@@ -323,6 +325,7 @@ def _optimize(source: Path, target: Path) -> None:
     onnxruntime = _onnxruntime()
     options = _session_options(1)
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.add_session_config_entry(*FOLD_DEQUANTIZE)  # stored weights become float32
     options.optimized_model_filepath = str(target)
     onnxruntime.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
 
@@ -361,7 +364,7 @@ def onnx_export(
         "minilm",
         WEIGHTS_VERSION,
         file_sha256(adapter / "adapter.safetensors")[:16] if adapter is not None else "base",
-        INT8_SCHEME if quantized else "fp32",
+        INT8_SCHEME if quantized else ENCODER_STORAGE,
         "ort" + metadata.version("onnxruntime"),
     ]
     path = (cache_dir or default_cache_dir()) / "onnx" / ("-".join(parts) + ".onnx")
@@ -373,21 +376,30 @@ def adapter_onnx(
     digest: str,
     max_length: int,
     export: Callable[[Path], None],
+    storage: str | None,
     cache_dir: Path | None = None,
 ) -> Path:
     """The ONNX file of MiniLM with a shipped adapter and head merged (``name`` says which
-    model: the re-scorer, the extractive reader), traced by ``export`` on first use and then
-    read from the cache; its name covers the weights package, the adapter's SHA-256
-    (``digest``), the pieces read per input and the onnxruntime version."""
+    model: the re-scorer, the extractive reader), traced by ``export`` on first use, its
+    weights stored as ``storage`` says (``encoders.storage``; None: float32 as traced), and
+    then read from the cache; its name covers the weights package, the adapter's SHA-256
+    (``digest``), the pieces read per input, the storage and the onnxruntime version."""
     parts = [
         name,
         WEIGHTS_VERSION,
         digest[:16],
         f"len{max_length}",
+        storage or "fp32",
         "ort" + metadata.version("onnxruntime"),
     ]
     path = (cache_dir or default_cache_dir()) / "onnx" / ("-".join(parts) + ".onnx")
-    return built_once(path, export, f"ONNX {name}")
+
+    def build(target: Path) -> None:
+        export(target)
+        if storage is not None:
+            store_weights(target, storage)
+
+    return built_once(path, build, f"ONNX {name}")
 
 
 def _export(path: Path, quantized: bool, adapter: Path | None) -> None:
@@ -416,6 +428,7 @@ def _export(path: Path, quantized: bool, adapter: Path | None) -> None:
         if quantized:
             _quantize(traced, path)
         else:
+            store_weights(traced, ENCODER_STORAGE)
             traced.replace(path)
     finally:
         traced.unlink(missing_ok=True)

@@ -26,6 +26,7 @@ from longscan.encoders.bert import (
     chosen_runtime,
     onnx_export,
 )
+from longscan.encoders.storage import ENCODER_STORAGE
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -139,9 +140,10 @@ def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> Sent
     """Load (once per process) the packaged encoder, fully offline; with ``adapter`` (a
     directory written by ``longscan train-encoder``), its fine-tuned updates merged in.
 
-    ``all-MiniLM-L6-v2`` runs in float32 on ``chosen_runtime()`` (their vectors agree to
-    about 1e-6, so they share the name); ``all-MiniLM-L6-v2+int8`` is its int8 export
-    through ONNX Runtime, whose vectors differ. The adapter's hash joins the name, and the
+    ``all-MiniLM-L6-v2`` runs in float32 on ``chosen_runtime()`` (ONNX Runtime's weights
+    are stored in fewer bits, so its vectors, within cosine 0.9999 of PyTorch's, are cached
+    apart: ``cache_name``); ``all-MiniLM-L6-v2+int8`` is its int8 export through ONNX
+    Runtime, whose vectors differ more. The adapter's hash joins the name, and the
     name keys every vector cache, so vectors of another adapter or precision are never reused.
 
     Raises:
@@ -156,9 +158,12 @@ def get_encoder(name: str = DEFAULT_ENCODER, adapter: str | None = None) -> Sent
 
 def cache_name(name: str) -> str:
     """The name encoder ``name``'s vectors are cached under: the int8 encoder reads each row
-    alone (``OnnxBert.row_by_row``) and quantises under ``INT8_SCHEME``, so its vectors never
-    mix with those cached from whole batches or under another scheme."""
-    return name + ROW_BY_ROW + "/" + INT8_SCHEME if name.endswith(QUANTIZED) else name
+    alone (``OnnxBert.row_by_row``) and quantises under ``INT8_SCHEME``; the float32 one, on
+    ONNX Runtime, computes from weights stored as ``ENCODER_STORAGE`` says. So vectors never
+    mix with those cached from whole batches, another scheme or PyTorch's exact weights."""
+    if name.endswith(QUANTIZED):
+        return name + ROW_BY_ROW + "/" + INT8_SCHEME
+    return name + "/" + ENCODER_STORAGE if chosen_runtime() == "onnx" else name
 
 
 def without_adapter(name: str) -> str:

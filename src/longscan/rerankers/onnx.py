@@ -5,8 +5,9 @@ transformers and sentence-transformers for that would cost a command-line questi
 (their imports once made a second question take 11 s of the 18). The adapter is merged and
 exported once through PyTorch, like the encoder (``encoders.bert.onnx_export``), into a
 hash-checked file named by everything its graph depends on; later questions read pairs with
-the ``tokenizers`` library and ONNX Runtime alone. Scores match the PyTorch model's in
-float32 (tested).
+the ``tokenizers`` library and ONNX Runtime alone. The graph stores its weights in fewer
+bits (``encoders.storage``) and computes in float32; its scores stay within a few
+hundredths of the PyTorch model's (tested).
 """
 
 from __future__ import annotations
@@ -25,21 +26,31 @@ from longscan.encoders.bert import (
     tokenizer_file,
     trace_bert,
 )
+from longscan.encoders.storage import RESCORER_STORAGE
 from longscan.rerankers.cross_encoder import PACKAGED, query_tail, sentence_in_context
 
 REBUILD = "longscan train-reranker"
 BATCH_PAIRS = 16
 
 
-def onnx_cross_encoder(directory: Path = PACKAGED, cache_dir: Path | None = None) -> Path:
+def onnx_cross_encoder(
+    directory: Path = PACKAGED,
+    cache_dir: Path | None = None,
+    storage: str | None = RESCORER_STORAGE,
+) -> Path:
     """The ONNX file of the cross-encoder in ``directory`` (its adapter merged), exported on
-    first use and read from the cache afterwards."""
+    first use and read from the cache afterwards; ``storage``: how it keeps its weights
+    (``encoders.storage``; None: float32, the reference the shipped form is measured by)."""
     config, digest = checked_adapter_config(directory, REBUILD)
-    return _exported(directory, config, digest, cache_dir)
+    return _exported(directory, config, digest, cache_dir, storage)
 
 
 def _exported(
-    directory: Path, config: AdapterConfig, digest: str, cache_dir: Path | None = None
+    directory: Path,
+    config: AdapterConfig,
+    digest: str,
+    cache_dir: Path | None = None,
+    storage: str | None = RESCORER_STORAGE,
 ) -> Path:
     """``onnx_cross_encoder`` for an adapter already checked (its weights hashed once)."""
     return adapter_onnx(
@@ -47,6 +58,7 @@ def _exported(
         digest,
         config.max_length,
         lambda target: _export(target, directory),
+        storage,
         cache_dir,
     )
 

@@ -16,10 +16,12 @@ from longscan.answering.extractive import (
     ExtractiveReader,
     join_evidence,
     load_reader_model,
+    onnx_reader,
 )
 from longscan.bench.builders import build_squad_long
 from longscan.documents import Document, Evidence
 from longscan.encoders.adapter import WEIGHTS_FILE, AdapterError
+from longscan.encoders.bert import onnx_session
 from longscan.evaluation.answers import token_f1
 from longscan.evaluation.gold import gold_unit_labels
 from longscan.items import QAItem
@@ -136,4 +138,11 @@ def test_onnx_logits_match_the_pytorch_model(squad_items: list[QAItem]) -> None:
         outputs = load_reader_model()(**feeds)
     expected = torch.stack([outputs.start_logits, outputs.end_logits], dim=-1).numpy()
     real = windows.attention_mask.astype(bool)
-    np.testing.assert_allclose(reader.logits(windows)[real], expected[real], atol=1e-4)
+    float32 = onnx_session(onnx_reader(storage=None), 1).run(None, windows.feeds())[0]
+    np.testing.assert_allclose(float32[real], expected[real], atol=1e-4)
+    # the shipped graph, its weights stored in 8 bits: close, and the same best start and
+    # end in every window (measured: 0.05 apart on average, at most 0.4)
+    shipped = reader.logits(windows)
+    assert np.abs(shipped[real] - expected[real]).mean() < 0.1
+    masked = np.where(real[..., None], shipped, -1e4), np.where(real[..., None], expected, -1e4)
+    np.testing.assert_array_equal(masked[0].argmax(axis=1), masked[1].argmax(axis=1))

@@ -67,18 +67,22 @@ def test_the_reference_is_sentence_transformers_own_encoding(
 def test_onnx_float32_gives_the_reference_vectors(
     reference: SentenceEncoder, words: WordPieces, sentences: list[str], novel
 ) -> None:
+    """Its weights stored in fewer bits (``ENCODER_STORAGE``), the float32 graph stays next
+    to PyTorch's exact weights: measured cosine at least 0.99992 (mean 0.99998), token
+    states within 0.0026, vectors in context at least 0.99995."""
     fast = SentenceEncoder(OnnxBert(onnx_export(quantized=False)), words, DEFAULT_ENCODER)
     cosine = (fast.encode(sentences) * reference.encode(sentences)).sum(axis=1)
-    assert cosine.min() > 0.99999
+    assert cosine.min() > 0.9998
+    assert cosine.mean() > 0.99995
     tokens = [e.token_vectors(sentences[:20], 48) for e in (fast, reference)]
     for ours, theirs in zip(*tokens, strict=True):
-        np.testing.assert_allclose(ours, theirs, atol=1e-4)
+        np.testing.assert_allclose(ours, theirs, atol=5e-3)
     from longscan.documents import Document
 
     opening = Document("opening", novel.text[:30_000])  # a fifth of the novel
     in_context = ContextualSentenceEncoder(fast).encode_document(opening)
     expected = ContextualSentenceEncoder(reference).encode_document(opening)
-    assert (in_context * expected).sum(axis=1).min() > 0.99999
+    assert (in_context * expected).sum(axis=1).min() > 0.9998
 
 
 def test_one_pass_gives_a_questions_vector_and_its_token_states(sentences: list[str]) -> None:

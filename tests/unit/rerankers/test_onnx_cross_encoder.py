@@ -13,19 +13,27 @@ import pytest
 
 from longscan.documents import Document
 from longscan.encoders.adapter import CONFIG_FILE, WEIGHTS_FILE, AdapterError
+from longscan.encoders.bert import onnx_session
 from longscan.files import file_sha256
 from longscan.rerankers.cross_encoder import PACKAGED, CrossEncoderReranker
 from longscan.rerankers.onnx import OnnxCrossEncoder, onnx_cross_encoder
 
 
 def test_onnx_scores_match_pytorch_in_float32(novel: Document) -> None:
-    onnx, torch_model = OnnxCrossEncoder(), CrossEncoderReranker.load(bfloat16=False)
-    passages = [onnx.passage(novel, i) for i in range(0, 600, 23)]
+    """The float32 export gives PyTorch's scores; the shipped graph, its weights stored in
+    fewer bits, stays within a few hundredths of them (measured: 0.005 on average, at most
+    0.033) and ranks the passages as PyTorch does at the top."""
+    shipped, torch_model = OnnxCrossEncoder(), CrossEncoderReranker.load(bfloat16=False)
+    float32 = OnnxCrossEncoder()
+    float32.session = onnx_session(onnx_cross_encoder(storage=None), 1)
+    passages = [shipped.passage(novel, i) for i in range(0, 600, 23)]
     passages.append(novel.text[:6_000])  # far past 128 word pieces: truncated the same way
     for query in ("Who fell down the rabbit hole?", "What did the Cat say? " * 40):
-        np.testing.assert_allclose(
-            onnx.score(query, passages), torch_model.score(query, passages), atol=1e-4
-        )
+        expected = torch_model.score(query, passages)
+        np.testing.assert_allclose(float32.score(query, passages), expected, atol=1e-4)
+        change = np.abs(shipped.score(query, passages) - expected)
+        assert change.mean() < 0.02 and change.max() < 0.1
+        assert np.argmax(shipped.score(query, passages)) == np.argmax(expected)
 
 
 def test_the_export_is_named_by_the_adapters_checked_weights(tmp_path: Path) -> None:

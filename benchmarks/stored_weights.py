@@ -1,11 +1,15 @@
-"""The re-scorer and the extractive reader as int8 graphs, against the float32 ones that ship.
+"""The re-scorer and the extractive reader in smaller graphs, against float32 ones.
 
-    python benchmarks/int8_graphs.py [--squad 100] [--hotpotqa 100] [--save NAME]
+    python benchmarks/stored_weights.py [--form shipped|int8] [--squad 100] [--hotpotqa 100]
+        [--save NAME]
 
-A wheel with int8 graphs would be about 130 MB smaller. Each float32 graph is quantised the
-way the scanner's encoder ships (``encoders.bert._quantize``: int8 weights per output
-channel in 7 bits) and run row by row (one scale per tensor would make a row's result
-depend on its batch mates). On the development questions with their gold evidence:
+``shipped``: the graphs as the package carries them, their weights stored in fewer bits and
+expanded to float32 when a session starts (``encoders.storage``: the re-scorer in ``w16``,
+the reader in ``w8``). ``int8``: each float32 graph quantised the way the scanner's encoder
+ships (``encoders.bert._quantize``: int8 weights and activations, 7 bits). Both run row by
+row (for int8, one scale per tensor would make a row's result depend on its batch mates).
+The reference is the float32 export of the same weights. On the development questions with
+their gold evidence:
 
 - the re-scorer scores each question against its gold sentences and 12 sentences of other
   questions: mean and 99th-percentile logit change, how often the top passage changes, and
@@ -21,7 +25,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -65,14 +69,15 @@ def row_by_row(graph: Path) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
 
 
 def rescorer_rows(
-    questions: dict[str, list[DevQuestion]], int8: Path
+    questions: dict[str, list[DevQuestion]], graph: Path
 ) -> tuple[list[list[object]], float, float]:
-    """Per set: pairs, mean and p99 logit change, top-1 changes, abstention flips."""
+    """Per set: pairs, mean and p99 logit change, top-1 changes, abstention flips of
+    ``graph`` against the float32 re-scorer, both run row by row."""
     model = OnnxCrossEncoder()
-    run = row_by_row(int8)
+    runs = [row_by_row(onnx_cross_encoder(storage=None)), row_by_row(graph)]
 
-    def int8_score(query: str, passages: Sequence[str]) -> np.ndarray:
-        return run(model.feeds(query, passages)).reshape(-1)
+    def scorer(run: Callable[[dict[str, np.ndarray]], np.ndarray]) -> Callable[..., np.ndarray]:
+        return lambda query, passages: run(model.feeds(query, passages)).reshape(-1)
 
     threshold = abstain_below()
     assert threshold is not None, "the shipped re-scorer records its threshold"
@@ -87,7 +92,7 @@ def rescorer_rows(
             passages = [evidence.text for evidence in item.evidence] + others
             query = model.fit_query(item.question)
             scores = []
-            for slot, score in enumerate((model.score, int8_score)):
+            for slot, score in enumerate(map(scorer, runs)):
                 started = time.perf_counter()
                 scores.append(score(query, passages))
                 seconds[slot] += time.perf_counter() - started
@@ -104,14 +109,14 @@ def rescorer_rows(
 
 
 def reader_rows(
-    questions: dict[str, list[DevQuestion]], int8: Path
+    questions: dict[str, list[DevQuestion]], graph: Path
 ) -> tuple[list[list[object]], float, float]:
-    """Per set: EM and F1 of the float32 and the int8 reader on the gold evidence."""
+    """Per set: EM and F1 of the float32 reader and ``graph`` on the gold evidence, both
+    run row by row."""
     reader = ExtractiveReader()
     scored, seconds = [], []
-    for logits in (None, row_by_row(int8)):
-        if logits is not None:
-            reader.logits = lambda windows, run=logits: run(windows.feeds())  # type: ignore[method-assign]
+    for run in (row_by_row(onnx_reader(storage=None)), row_by_row(graph)):
+        reader.logits = lambda windows, run=run: run(windows.feeds())  # type: ignore[method-assign]
         started = time.perf_counter()
         scored.append({name: score_reader(reader.read, items) for name, items in questions.items()})
         seconds.append(time.perf_counter() - started)
@@ -125,6 +130,12 @@ def reader_rows(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--form",
+        choices=("shipped", "int8"),
+        default="shipped",
+        help="The smaller graphs: as shipped (weights in fewer bits), or int8 throughout.",
+    )
     parser.add_argument("--squad", type=int, default=100, help="SQuAD questions")
     parser.add_argument("--hotpotqa", type=int, default=100, help="HotpotQA questions")
     parser.add_argument("--save", default=None, help="Write benchmarks/results/NAME.json.")
@@ -132,24 +143,30 @@ def main() -> None:
     questions = development_questions({"squad": args.squad, "hotpotqa": args.hotpotqa})
     questions.pop("squad-no-answer", None)
     with tempfile.TemporaryDirectory() as folder:
-        graphs = {"re-scorer": onnx_cross_encoder(), "reader": onnx_reader()}
-        small = {name: quantised(graph, Path(folder)) for name, graph in graphs.items()}
+        graphs = {
+            "re-scorer": onnx_cross_encoder(storage=None),
+            "reader": onnx_reader(storage=None),
+        }
+        if args.form == "shipped":
+            small = {"re-scorer": onnx_cross_encoder(), "reader": onnx_reader()}
+        else:
+            small = {name: quantised(graph, Path(folder)) for name, graph in graphs.items()}
         sizes = [
             [name, *(round(path.stat().st_size / 1e6, 1) for path in (graphs[name], small[name]))]
             for name in graphs
         ]
-        rescored, rescorer_fp32_s, rescorer_int8_s = rescorer_rows(questions, small["re-scorer"])
-        read, reader_fp32_s, reader_int8_s = reader_rows(questions, small["reader"])
-    sizes[0] += [round(rescorer_fp32_s, 1), round(rescorer_int8_s, 1)]
-    sizes[1] += [round(reader_fp32_s, 1), round(reader_int8_s, 1)]
+        rescored, rescorer_fp32_s, rescorer_small_s = rescorer_rows(questions, small["re-scorer"])
+        read, reader_fp32_s, reader_small_s = reader_rows(questions, small["reader"])
+    sizes[0] += [round(rescorer_fp32_s, 1), round(rescorer_small_s, 1)]
+    sizes[1] += [round(reader_fp32_s, 1), round(reader_small_s, 1)]
     tables = [
         result_files.table(
             "Graphs",
-            ["graph", "float32 MB", "int8 MB", "float32 s", "int8 s (row by row)"],
+            ["graph", "float32 MB", f"{args.form} MB", "float32 s", f"{args.form} s"],
             sizes,
         ),
         result_files.table(
-            "The re-scorer, int8 against float32",
+            f"The re-scorer, {args.form} against float32",
             [
                 "set",
                 "questions",
@@ -163,7 +180,8 @@ def main() -> None:
         ),
         result_files.table(
             "The reader on gold evidence",
-            ["set", "questions", "float32 EM", "float32 F1", "int8 EM", "int8 F1"],
+            ["set", "questions", "float32 EM", "float32 F1"]
+            + [f"{args.form} EM", f"{args.form} F1"],
             read,
         ),
     ]
