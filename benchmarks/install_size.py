@@ -31,12 +31,18 @@ MB = 1e6
 
 def pip(python: Path, *args: str) -> str:
     """pip ignoring this machine's configuration and environment (``--isolated``): PyPI
-    alone, as on a user's machine."""
+    alone, as on a user's machine. Without ``PYTHONPATH`` too: a checkout's ``src`` on it
+    would count as longscan installed already, and the wheel would not be."""
     options = ["--isolated", "--disable-pip-version-check", "--no-input"]
     if os.environ.get("PIP_CERT"):  # a TLS proxy's certificate, where there is one
         options += ["--cert", os.environ["PIP_CERT"]]
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     done = subprocess.run(
-        [str(python), "-m", "pip", *args, *options], capture_output=True, text=True, timeout=1800
+        [str(python), "-m", "pip", *args, *options],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=environment,
     )
     if done.returncode != 0:
         raise RuntimeError(f"pip {' '.join(args)} failed:\n{done.stderr[-3000:]}")
