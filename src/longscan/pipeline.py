@@ -19,7 +19,7 @@ from longscan.answering.llm import LLMError
 from longscan.answering.pipelines import Answer, in_document_order
 from longscan.documents import Document, Evidence
 from longscan.retrievers.base import Progress, Retriever, validate_query
-from longscan.selection import cite_table_context, select
+from longscan.selection import check_widening, cite_table_context, select
 
 DEFAULT_TOP_K = 5
 
@@ -76,6 +76,7 @@ class Pipeline:
             raise ValueError("top_k must be positive")
         if budget_words is not None and budget_words < 1:
             raise ValueError("budget_words must be positive")
+        check_widening(neighbours, paragraph, widened)
         self.retriever = retriever
         self.answerer = answerer
         self.top_k = top_k

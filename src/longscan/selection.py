@@ -18,6 +18,20 @@ from longscan.tables import is_row, row_context, sentence_of
 Order = Literal["score", "document"]
 
 
+def check_widening(neighbours: int, paragraph: bool, widened: int | None) -> None:
+    """Refuse a ``widened`` count with nothing to widen by: it would silently do nothing.
+
+    Raises:
+        ValueError: ``widened`` negative, or given without ``neighbours`` or ``paragraph``.
+    """
+    if widened is None:
+        return
+    if widened < 0:
+        raise ValueError("widened must be >= 0")
+    if not (neighbours or paragraph):
+        raise ValueError("widened needs paragraph (or neighbours): there is nothing to widen")
+
+
 def select(
     evidence: Sequence[Evidence],
     documents: Sequence[Document],
@@ -49,8 +63,7 @@ def select(
         raise ValueError("budget_words must be positive")
     if neighbours < 0:
         raise ValueError("neighbours must be >= 0")
-    if widened is not None and widened < 0:
-        raise ValueError("widened must be >= 0")
+    check_widening(neighbours, paragraph, widened)
     if order not in ("score", "document"):
         raise ValueError("order must be 'score' or 'document'")
     by_id = {document.id: document for document in documents}

@@ -1,8 +1,8 @@
 """``pip install longscan-*.whl`` as a user runs it: a wheel built from this checkout with
 its graphs, installed into a fresh virtual environment from PyPI alone (no local wheel
 folder, extra index or pip configuration), brings neither torch nor CUDA, takes at most
-500 MB and answers the README's question with the scanner; each extra resolves alone. ``benchmarks/install_size.py``
-builds and installs."""
+500 MB and answers the README's question with the scanner; each extra resolves alone.
+``benchmarks/install_size.py`` builds and installs."""
 
 from __future__ import annotations
 

@@ -138,6 +138,8 @@ def test_ask_paragraphs_gives_each_sentence_its_paragraph(novel_path: Path) -> N
     spans = [(e["start"], e["end"]) for e in first["evidence"]]
     best = plain["evidence"][0]
     assert spans[0] in paragraphs and spans[0][0] <= best["start"] <= best["end"] <= spans[0][1]
+    alone = CliRunner().invoke(app, [*command, "--widened", "1"], env={"COLUMNS": "80"})
+    assert alone.exit_code != 0 and "nothing to widen" in alone.output
     # the others are the plain sentences, unless the best one's paragraph swallowed them
     inside = [e for e in plain["evidence"][1:] if not spans[0][0] <= e["start"] < spans[0][1]]
     assert set(spans[1:]) == {(e["start"], e["end"]) for e in inside}

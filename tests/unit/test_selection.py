@@ -53,6 +53,8 @@ def test_only_the_best_hits_are_widened(doc: Document) -> None:
     assert select(ranked, [doc], paragraph=True, widened=0) == select(ranked, [doc])
     with pytest.raises(ValueError):
         select(ranked, [doc], paragraph=True, widened=-1)
+    with pytest.raises(ValueError, match="nothing to widen"):  # would silently do nothing
+        select(ranked, [doc], widened=1)
 
 
 def test_a_paragraph_over_the_budget_gives_its_unit_alone(doc: Document) -> None:
