@@ -63,14 +63,18 @@ def window_dense_rank(
     first = np.maximum(first, document_bounds[document])
     stop = np.minimum(stop, document_bounds[document + 1])
     cosines = np.empty(len(vectors))
-    for begin in range(0, len(vectors), WINDOW_BLOCK):  # float64 sums of a block at a time
-        end = min(begin + WINDOW_BLOCK, len(vectors))
-        low, high = first[begin:end].min(), stop[begin:end].max()
-        sums = np.zeros((high - low + 1, vectors.shape[1]))
-        np.cumsum(vectors[low:high], axis=0, out=sums[1:])
-        windows = sums[stop[begin:end] - low] - sums[first[begin:end] - low]
-        norms = np.maximum(np.linalg.norm(windows, axis=1), 1e-12)
-        cosines[begin:end] = windows @ query / norms
+    # float64 sums of a block at a time, each document's blocks from its own first unit: a
+    # document's windows are then summed the same way whatever documents come before it
+    # (windows of the same units, common among short table rows, stay exact ties)
+    for opening, closing in zip(document_bounds[:-1], document_bounds[1:], strict=True):
+        for begin in range(opening, closing, WINDOW_BLOCK):
+            end = min(begin + WINDOW_BLOCK, closing)
+            low, high = first[begin:end].min(), stop[begin:end].max()
+            sums = np.zeros((high - low + 1, vectors.shape[1]))
+            np.cumsum(vectors[low:high], axis=0, out=sums[1:])
+            windows = sums[stop[begin:end] - low] - sums[first[begin:end] - low]
+            norms = np.maximum(np.linalg.norm(windows, axis=1), 1e-12)
+            cosines[begin:end] = windows @ query / norms
     return rank_feature(cosines)
 
 
