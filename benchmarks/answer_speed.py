@@ -4,7 +4,8 @@
         [--runtimes gpt4all,llama-cpp-python] [--save NAME]
 
 The first ``--items`` HotpotQA-long development questions are scanned first (not timed);
-then each answerer answers from the scanner's evidence at each word budget, and the wall
+then each answerer answers from the scanner's evidence at each word budget (its sentences
+read in their paragraphs, as ``ask`` reads them), and the wall
 time of that step alone is kept: the extractive reader (ONNX Runtime), and the local
 instruct model through each runtime named: ``gpt4all`` (the prebuilt llama.cpp that
 ``longscan[answerer]`` installs) and ``llama-cpp-python`` (llama.cpp compiled on this
@@ -85,7 +86,7 @@ def main() -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
     found: dict[tuple[int, str], Found] = {}
     for budget in budgets:
-        pipeline = Pipeline("scanner", None, top_k=None, budget_words=budget, abstain=False)
+        pipeline = Pipeline("scanner", None, budget_words=budget, abstain=False)
         for item in items:
             found[(budget, item.id)] = pipeline.find(item.query, item.documents)
     chats: dict[str, ChatAnswerer] = {}

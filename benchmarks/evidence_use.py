@@ -74,14 +74,15 @@ def retriever_of(row: str) -> str:
 
 
 def widening_of(row: str) -> dict[str, Any]:
-    """The ``Pipeline`` options a row's suffix names: ``+1`` one neighbour on each side,
-    ``+p`` every unit's paragraph, ``+p1`` the best unit's only."""
+    """The ``Pipeline`` options a row's suffix names: none the units alone, ``+1`` one
+    neighbour on each side, ``+p`` every unit's paragraph (what ``ask`` reads by default),
+    ``+p1`` the best unit's only."""
     widening = row.partition("+")[2]
     if widening.isdigit():
-        return {"neighbours": int(widening)}
+        return {"neighbours": int(widening), "paragraph": False}
     if widening.startswith("p"):
         return {"paragraph": True, "widened": int(widening[1:]) if widening[1:] else None}
-    return {}
+    return {"paragraph": False}
 
 
 def answers_of(item: QAItem, text: str) -> dict[str, float]:

@@ -16,6 +16,9 @@ from longscan.documents import Document, Evidence
 from longscan.tables import is_row, row_context, sentence_of
 
 Order = Literal["score", "document"]
+BUDGET_WORDS = 300
+"""Evidence words an answer is read from unless told otherwise, the budget the answers in
+BENCHMARKS.md were measured at (about 600 prompt tokens for the local model)."""
 
 
 def check_widening(neighbours: int, paragraph: bool, widened: int | None) -> None:
@@ -118,15 +121,20 @@ def _widen(hit: Evidence, document: Document, neighbours: int, paragraph: bool) 
 
 
 def _merge_into(chosen: list[Evidence], new: Evidence, document: Document) -> list[Evidence]:
-    """Add ``new``, merging it with any chosen span of the same document it overlaps."""
-    kept, start, end, score = [], new.start, new.end, new.score
+    """Add ``new``, merging it with any chosen span of the same document it overlaps; the
+    merged span keeps the rank and unit of the best span in it (``chosen`` is best first)."""
+    kept, start, end, score, unit = [], new.start, new.end, new.score, new.unit
+    at: int | None = None
     for old in chosen:
         if old.doc_id == new.doc_id and old.start < end and start < old.end:
             start, end, score = min(start, old.start), max(end, old.end), max(score, old.score)
+            if at is None:
+                at, unit = len(kept), old.unit
         else:
             kept.append(old)
-    merged = Evidence.of(document, start, end, score, new.unit)
-    return [*kept, merged]
+    merged = Evidence.of(document, start, end, score, unit)
+    at = len(kept) if at is None else at
+    return [*kept[:at], merged, *kept[at:]]
 
 
 def with_table_context(

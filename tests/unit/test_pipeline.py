@@ -99,7 +99,9 @@ def test_an_empty_question_is_refused_before_any_reading(question: str, novel_pa
 def test_neighbours_read_each_sentence_with_those_beside_it(novel_path: Path) -> None:
     documents = read_paths([novel_path])
     question = "What did Alice drink from the bottle marked DRINK ME?"
-    alone = Pipeline("bm25-sentence", None, top_k=1, abstain=False).find(question, documents)
+    alone = Pipeline("bm25-sentence", None, top_k=1, paragraph=False, abstain=False).find(
+        question, documents
+    )
     widened = Pipeline("bm25-sentence", None, top_k=1, neighbours=1, abstain=False).find(
         question, documents
     )
@@ -118,7 +120,9 @@ def test_ask_paragraphs_gives_each_sentence_its_paragraph(novel_path: Path) -> N
     question = "What did Alice drink from the bottle marked DRINK ME?"
     command = ["ask", str(novel_path), "-q", question, "-r", "bm25-sentence", "-k", "3"]
     command += ["--answerer", "none", "--no-abstain", "--json"]
-    plain = json.loads(CliRunner().invoke(app, command, env={"COLUMNS": "80"}).stdout)
+    plain = json.loads(
+        CliRunner().invoke(app, [*command, "--no-paragraphs"], env={"COLUMNS": "80"}).stdout
+    )
     wide = json.loads(
         CliRunner().invoke(app, [*command, "--paragraphs"], env={"COLUMNS": "80"}).stdout
     )
@@ -138,7 +142,9 @@ def test_ask_paragraphs_gives_each_sentence_its_paragraph(novel_path: Path) -> N
     spans = [(e["start"], e["end"]) for e in first["evidence"]]
     best = plain["evidence"][0]
     assert spans[0] in paragraphs and spans[0][0] <= best["start"] <= best["end"] <= spans[0][1]
-    alone = CliRunner().invoke(app, [*command, "--widened", "1"], env={"COLUMNS": "80"})
+    alone = CliRunner().invoke(
+        app, [*command, "--no-paragraphs", "--widened", "1"], env={"COLUMNS": "80"}
+    )
     assert alone.exit_code != 0 and "nothing to widen" in alone.output
     # the others are the plain sentences, unless the best one's paragraph swallowed them
     inside = [e for e in plain["evidence"][1:] if not spans[0][0] <= e["start"] < spans[0][1]]

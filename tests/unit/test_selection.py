@@ -41,6 +41,15 @@ def test_neighbours_stay_in_the_paragraph_and_merge(doc: Document) -> None:
         assert doc.text[e.start : e.end] == e.text
 
 
+def test_a_merged_span_keeps_the_rank_and_unit_of_its_best_hit(doc: Document) -> None:
+    ranked = [hit(doc, 1, 0.9), hit(doc, 4, 0.8), hit(doc, 0, 0.7)]  # 1 and 0 share a paragraph
+    selected = select(ranked, [doc], paragraph=True)
+    assert [(e.text, e.score, e.unit) for e in selected] == [
+        ("A one. A two. A three.", 0.9, 1),
+        ("B one. B two.", 0.8, 4),
+    ]
+
+
 def test_paragraph_expansion(doc: Document) -> None:
     selected = select([hit(doc, 1, 1.0)], [doc], paragraph=True)
     assert [e.text for e in selected] == ["A one. A two. A three."]

@@ -258,7 +258,9 @@ def answer_item(
     if retriever is None:
         return answer_full_context(client, item.query, item.documents, window_tokens)
     answerer = ChatAnswerer(client, client.config.model)
-    pipeline = Pipeline(retriever, answerer, top_k=None, budget_words=budget_words, abstain=False)
+    pipeline = Pipeline(
+        retriever, answerer, top_k=None, budget_words=budget_words, paragraph=False, abstain=False
+    )  # the units alone, as the seed papers hand them to their generators
     answer = pipeline.answer(item.query, item.documents)
     if answer.error is not None:  # a benchmark stops where its LLM does
         raise LLMError(answer.error)

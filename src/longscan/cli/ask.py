@@ -30,6 +30,7 @@ from longscan.cli.common import (
     progress_bar,
     setup_logging,
 )
+from longscan.selection import BUDGET_WORDS
 
 if TYPE_CHECKING:
     from longscan.answering.pipelines import Answer
@@ -49,19 +50,24 @@ def ask(
         str, typer.Option("--retriever", "-r", help="Retriever name (see `longscan retrievers`).")
     ] = "",
     answerer: AnswererName = None,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Evidence units kept.")] = 5,
-    budget_words: Annotated[
+    top_k: Annotated[
         int | None,
-        typer.Option(min=1, help="Keep the best units while their words fit this budget."),
+        typer.Option("--top-k", "-k", min=1, help="Evidence units kept at most, best first."),
     ] = None,
+    budget_words: Annotated[
+        int,
+        typer.Option(min=1, help="Keep the best units while their words fit this budget."),
+    ] = BUDGET_WORDS,
     paragraphs: Annotated[
         bool,
         typer.Option(
             help="Read each kept sentence in its whole paragraph (the sentence alone where "
-            "the paragraph does not fit --budget-words): measured better for a question "
-            "one passage answers, worse for one that joins several.",
+            "the paragraph does not fit --budget-words). Measured with the local model: "
+            "better answers to a question one passage answers, fewer to one that joins "
+            "several, never below another retriever's evidence; --no-paragraphs gives the "
+            "sentences alone.",
         ),
-    ] = False,
+    ] = True,
     widened: Annotated[
         int | None,
         typer.Option(

@@ -27,6 +27,7 @@ from longscan.cli.common import (
     llm_settings,
     printable,
 )
+from longscan.selection import BUDGET_WORDS
 
 bank_app = typer.Typer(
     help="A persistent memory bank of documents: add, remove, stats, search, check, repair.",
@@ -258,9 +259,13 @@ def bank_ask(
     method: Annotated[str, typer.Option(help="First stage: bm25, dense or hybrid.")] = "hybrid",
     depth: Annotated[int, typer.Option(min=1, help="Candidates the scanner reads.")] = 50,
     budget_words: Annotated[
-        int | None,
-        typer.Option(min=1, help="Keep the best sentences while their words fit this budget."),
-    ] = None,
+        int,
+        typer.Option(
+            min=1,
+            help="Keep the best sentences, each read in its paragraph where that fits, while "
+            "their words fit this budget.",
+        ),
+    ] = BUDGET_WORDS,
     abstain: Annotated[
         bool, typer.Option(help="Say 'no evidence found' when the re-scorer judges none an answer.")
     ] = True,

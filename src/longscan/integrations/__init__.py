@@ -14,8 +14,9 @@ from longscan.retrievers.base import Retriever
 def evidence_pipeline(retriever: str | Retriever, top_k: int) -> Pipeline:
     """The evidence step of longscan's pipeline for a retriever by name (``scanner``,
     ``bm25-sentence``, ``scanner:DIR`` ...) or as given: the frameworks answer themselves,
-    and judge for themselves whether to."""
-    return Pipeline(retriever, None, top_k=top_k, abstain=False)
+    and judge for themselves whether to. Units come as ranked, ``top_k`` of them, unwidened
+    and without a word budget: a framework's retriever returns ``k`` nodes."""
+    return Pipeline(retriever, None, top_k=top_k, budget_words=None, paragraph=False, abstain=False)
 
 
 def evidence_metadata(evidence: Evidence) -> dict[str, Any]:

@@ -422,7 +422,7 @@ class Engine:
         self,
         question: str,
         doc_ids: Sequence[int],
-        top_k: int,
+        top_k: int | None,
         on_progress: Progress | None = None,
     ) -> Found:
         """The pipeline's evidence for ``question`` over the documents, read in the order

@@ -54,7 +54,8 @@ class ServiceSettings:
         max_upload_bytes: Largest request body; larger ones get 413 before they are read.
         scan_timeout_s: How long a question may wait and run before it gets 504.
         max_queued: Questions waiting for the scanner beyond which new ones get 503.
-        top_k: Evidence sentences returned when the request does not say.
+        top_k: Evidence units at most when the request does not say; None keeps only the
+            pipeline's word budget (``longscan ask``'s default).
         llm: An OpenAI-compatible server that answers, citing the evidence, when set.
         answerer: Who answers from the evidence (``answering.answerers``): ``auto`` takes
             ``llm`` when set, else the local instruct model when installed, else the
@@ -81,7 +82,7 @@ class ServiceSettings:
     max_upload_bytes: int = 32 * MIB
     scan_timeout_s: float = 300.0
     max_queued: int = 256
-    top_k: int = 10
+    top_k: int | None = None
     llm: LLMConfig | None = None
     answerer: str = "auto"
     allowed_hosts: tuple[str, ...] = ()

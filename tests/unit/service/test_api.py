@@ -49,9 +49,13 @@ def test_evidence_points_into_the_uploaded_text(
     assert [e["score"] for e in evidence] == sorted((e["score"] for e in evidence), reverse=True)
 
 
-def test_top_k_bounds_the_evidence(client: TestClient, story_id: int) -> None:
-    body = {"question": "Where did they drive?", "doc_ids": [story_id], "top_k": 2}
-    assert len(client.post("/api/ask", json=body).json()["evidence"]) == 2
+def test_top_k_bounds_the_evidence(client: TestClient, story_id: int, story: str) -> None:
+    body = {"question": "Where did they drive?", "doc_ids": [story_id]}
+    unbounded = client.post("/api/ask", json=body).json()["evidence"]
+    assert len(unbounded) == 3  # the whole story fits the word budget, paragraph by paragraph
+    (best,) = client.post("/api/ask", json={**body, "top_k": 1}).json()["evidence"]
+    assert "Lisbon" in best["text"] and "ferry" in best["text"]  # its sentence's paragraph
+    assert story[best["start"] : best["end"]] == best["text"]
 
 
 def test_stream_reports_encoding_progress_then_the_result(client: TestClient, story: str) -> None:
