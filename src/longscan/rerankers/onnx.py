@@ -49,8 +49,8 @@ def _exported(
     directory: Path,
     config: AdapterConfig,
     digest: str,
-    cache_dir: Path | None = None,
-    storage: str | None = RESCORER_STORAGE,
+    cache_dir: Path | None,
+    storage: str | None,
 ) -> Path:
     """``onnx_cross_encoder`` for an adapter already checked (its weights hashed once)."""
     return adapter_onnx(
@@ -84,7 +84,7 @@ class OnnxCrossEncoder:
         from tokenizers import Tokenizer
 
         self.config, self.digest = checked_adapter_config(directory, REBUILD)
-        exported = _exported(directory, self.config, self.digest)
+        exported = _exported(directory, self.config, self.digest, None, RESCORER_STORAGE)
         self.session = onnx_session(exported, threads or default_threads())
         saved = tokenizer_file().read_text(encoding="utf-8")
         self.tokenizer = Tokenizer.from_str(saved)

@@ -54,12 +54,13 @@ class DenseRetriever(Retriever):
     def document_vectors(self, documents: Sequence[Document], units: Units) -> np.ndarray:
         """``(len(units), dim)`` vectors, from the cache where possible."""
         parts = []
+        cached_as = cache_name(self.encoder_name)  # reads the runtime's settings: once
         for index, document in enumerate(documents):
             selected = np.flatnonzero(units.doc_index == index)
             spans = units.spans[selected]
             key = EmbeddingCache.key(
                 "dense",
-                cache_name(self.encoder_name),
+                cached_as,
                 self.unit,
                 document.content_hash,
                 spans_digest(spans),
