@@ -50,10 +50,10 @@ class Pipeline:
             paragraph), counted in the budget: a sentence read with its neighbours.
         paragraph: Widen each kept unit to its whole paragraph (the unit alone where the
             paragraph does not fit the budget); None (the default) widens to paragraphs
-            unless ``neighbours`` are asked for. Paragraphs by default: with the scanner's sentences
-            read in their paragraphs, the local model's answers were at least as good as
-            with any other retriever's evidence on single- and multi-hop development sets;
-            read alone, they lost to BM25's chunks on single-passage questions.
+            unless ``neighbours`` are asked for. Paragraphs by default: with the scanner's
+            sentences read in their paragraphs, the local model's answers were at least as
+            good as with any other retriever's evidence on single- and multi-hop development
+            sets; read alone, they lost to BM25's chunks on single-passage questions.
         widened: Widen only the best this many units (None: every one).
         abstain: Ask no answerer when the re-scorer judges none of the evidence an answer.
     """
