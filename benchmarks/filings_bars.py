@@ -1,22 +1,23 @@
-"""The filings bars in one run: scanner checkpoints beside the shipped scanner and the chunk
-baselines on Loong and L-Eval financial, then the prose rows beside the shipped scanner.
+"""The filings bars in one run: scanner checkpoints beside the shipped scanner and every
+baseline on the filings development split, Loong and L-Eval financial, then the prose rows
+beside the shipped scanner.
 
     python benchmarks/filings_bars.py --out runs/bars -c runs/a-s0 -c runs/a-s1 -c runs/a-s2
-        [--part filings|prose|instructed|all]
+        [--part filings|prose|instructed|all] [-r RETRIEVER ...]
 
 Every set is one ``run_benchmark`` call, so every retriever reads the same items:
 
-- filings: Loong (20 items) with table context and plain, L-Eval ``financial_qa`` with table
-  context, ``ahit`` at 100 / 300 / 1,000 / 2,000 words; the scanners beside ``bm25-chunk``,
-  ``dense-chunk`` and ``hybrid-chunk``.
+- filings: the filings development split (``longscan.bench.filings``: ``hit`` at 100 / 300 /
+  1,000 / 2,000 words, the answer figure as gold, also per phrasing), Loong (20 items) with
+  table context and plain, L-Eval ``financial_qa`` with table context (``ahit``, answers
+  only); the scanners (and ``-r`` retrievers) beside every baseline.
 - prose: HotpotQA in 20k-word documents (100 items), MuSiQue in 20k (38), SQuAD in 50k (200),
   the scanners only (the baselines' rows are in BENCHMARKS.md).
 - instructed: the HotpotQA and MuSiQue rows asked plain and after ``HELD_OUT_INSTRUCTION``
   (the scanners only), and the questions the instruction costs each one.
 
-It prints each table and the checks the issue states: on the filings sets, whether each
-checkpoint is at or above the best chunk baseline at 300, 1,000 and 2,000 words (and on
-Loong at 1.5 times the scanner shipped when the issue was filed at 1,000); on the prose
+It prints each table and the bars: on the filings sets, whether each scanner is at or
+above the best baseline at 300, 1,000 and 2,000 words, and how many items short; on the prose
 rows, how many questions each checkpoint gains or loses against the shipped scanner, beside
 the shipped recipe's own seed spread (``SEED_SPREAD``). Every table goes to ``OUT`` too, as
 ``longscan eval`` writes it.
@@ -28,19 +29,26 @@ import argparse
 from pathlib import Path
 
 from longscan.bench.runner import run_benchmark
+from longscan.evaluation import EvaluationResult
 from longscan.evaluation.report import markdown_table
 
-CHUNK_BASELINES = ("bm25-chunk", "dense-chunk", "hybrid-chunk")
+BASELINES = (
+    "bm25-chunk",
+    "bm25-sentence",
+    "dense-chunk",
+    "dense-sentence",
+    "hybrid-chunk",
+    "hybrid-sentence",
+)
 BUDGETS = (100, 300, 1_000, 2_000)
 BAR_BUDGETS = (300, 1_000, 2_000)
-# The second Loong bar: 1.5 times the Loong ahit@1000 of the scanner the filings work
-# started from (0.05 on the development split)
-FILED_LOONG_AT_1000 = 0.05
-# (name, benchmark, table context); the two filings sets, Loong read both ways
+# (name, benchmark, table context, measure family): the filings development split (gold
+# spans: hit), Loong read both ways and L-Eval financial (answers only: ahit)
 FILINGS = (
-    ("loong-context", "loong", True),
-    ("loong-plain", "loong", False),
-    ("leval-financial-context", "leval-financial", True),
+    ("filings-dev", "filings", True, "hit"),
+    ("loong-context", "loong", True, "ahit"),
+    ("loong-plain", "loong", False, "ahit"),
+    ("leval-financial-context", "leval-financial", True, "ahit"),
 )
 # (benchmark, words, max items, measures): the prose rows BENCHMARKS.md compares
 PROSE = (
@@ -71,35 +79,44 @@ SEED_SPREAD = {
 }
 
 
-def filings(checkpoints: list[str], out: Path) -> None:
-    """The filings sets, and per checkpoint whether it reaches the best chunk baseline."""
-    scanners = ["scanner", *(f"scanner:{path}" for path in checkpoints)]
-    measures = [f"ahit@{b}" for b in BUDGETS]
-    for name, benchmark, context in FILINGS:
+def filings(scanners: list[str], out: Path) -> None:
+    """The filings sets, and per scanner whether it reaches the best baseline."""
+    for name, benchmark, context, family in FILINGS:
         run = run_benchmark(
-            benchmark,
-            [*scanners, *CHUNK_BASELINES],
-            out_dir=out / name,
-            table_context=context,
+            benchmark, [*scanners, *BASELINES], out_dir=out / name, table_context=context
         )
+        measures = [f"{family}@{b}" for b in BUDGETS]
         rows = {result.retriever: result.overall for result in run.results}
-        print(f"\n{name}, ahit\n{markdown_table(run.results, measures)}")
+        print(f"\n{name}, {family}\n{markdown_table(run.results, measures)}")
+        items = len(run.results[0].records)
+        if benchmark == "filings":
+            print(by_phrasing(run.results, measures))
         for scanner in scanners:
-            short = [
-                f"@{b}: {rows[scanner][f'ahit@{b}']:.3f} < {best:.3f}"
-                for b in BAR_BUDGETS
-                if rows[scanner][f"ahit@{b}"]
-                < (best := max(rows[c][f"ahit@{b}"] for c in CHUNK_BASELINES))
-            ]
-            if benchmark == "loong" and rows[scanner]["ahit@1000"] < 1.5 * FILED_LOONG_AT_1000:
-                short.append(f"@1000 under 1.5 x {FILED_LOONG_AT_1000} (the scanner at filing)")
+            short = []
+            for b in BAR_BUDGETS:
+                best = max(BASELINES, key=lambda c, b=b: rows[c][f"{family}@{b}"])
+                gap = rows[best][f"{family}@{b}"] - rows[scanner][f"{family}@{b}"]
+                if gap > 0:
+                    short.append(f"@{b}: {round(gap * items)} items under {best}")
             print(f"  {scanner}: " + ("meets the bar" if not short
                                        else "misses it " + ", ".join(short)))  # fmt: skip
 
 
-def prose(checkpoints: list[str], out: Path) -> None:
-    """The prose rows, and each checkpoint's change in questions against the shipped one."""
-    scanners = ["scanner", *(f"scanner:{path}" for path in checkpoints)]
+def by_phrasing(results: list[EvaluationResult], measures: list[str]) -> str:
+    """Each retriever's measures on the questions asked in the row's words and in others."""
+    lines = ["| retriever | phrasing | items | " + " | ".join(measures) + " |"]
+    lines.append("|---|---|---:|" + "---:|" * len(measures))
+    for result in results:
+        for phrasing in ("label", "concept", "paraphrase"):
+            records = [r for r in result.records if r.item_id.endswith(f":{phrasing}")]
+            means = [sum(r.scores[m] for r in records) / len(records) for m in measures]
+            cells = " | ".join(f"{value:.3f}" for value in means)
+            lines.append(f"| {result.retriever} | {phrasing} | {len(records)} | {cells} |")
+    return "\n".join(lines)
+
+
+def prose(scanners: list[str], out: Path) -> None:
+    """The prose rows, and each scanner's change in questions against the shipped one."""
     for benchmark, words, max_items, measures in PROSE:
         run = run_benchmark(
             benchmark, scanners, target_words=words, max_items=max_items, out_dir=out / "prose"
@@ -122,10 +139,9 @@ def prose(checkpoints: list[str], out: Path) -> None:
             print(f"  {scanner}, questions against the shipped scanner: " + ", ".join(changes))
 
 
-def instructed(checkpoints: list[str], out: Path) -> None:
+def instructed(scanners: list[str], out: Path) -> None:
     """The prose rows asked plain and after ``HELD_OUT_INSTRUCTION``: how much each scanner
     loses when its query carries an instruction none of them was trained on."""
-    scanners = ["scanner", *(f"scanner:{path}" for path in checkpoints)]
     for benchmark, words, max_items, measures in PROSE[:2]:  # the multi-hop rows
         rows = {}
         for asked in (None, HELD_OUT_INSTRUCTION):
@@ -154,16 +170,20 @@ def instructed(checkpoints: list[str], out: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-c", "--checkpoint", action="append", default=[], help="repeatable")
+    parser.add_argument(
+        "-r", "--retriever", action="append", default=[], help="another retriever (repeatable)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="folder for every table")
     parts = ("filings", "prose", "instructed", "all")
     parser.add_argument("--part", choices=parts, default="all")
     args = parser.parse_args()
+    scanners = ["scanner", *(f"scanner:{path}" for path in args.checkpoint), *args.retriever]
     if args.part in ("filings", "all"):
-        filings(args.checkpoint, args.out)
+        filings(scanners, args.out)
     if args.part in ("prose", "all"):
-        prose(args.checkpoint, args.out)
+        prose(scanners, args.out)
     if args.part in ("instructed", "all"):
-        instructed(args.checkpoint, args.out)
+        instructed(scanners, args.out)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from longscan.bench.builders import (
     check_split,
 )
 from longscan.bench.datasets import Split
+from longscan.bench.filings import build_filings
 from longscan.items import QAItem
 
 
@@ -82,6 +83,12 @@ _REGISTRY: dict[str, _Benchmark] = {
     "loong": _Benchmark(
         "Loong English multi-document QA over financial reports and papers; answers only",
         lambda r: build_loong(r.max_items, r.seed, r.data_dir),
+        evaluation_only=True,
+    ),
+    "filings": _Benchmark(
+        "questions about the statement figures of whole SEC reports kept out of training, "
+        "asked in the row's words and in other words; gold = the answer figure",
+        lambda r: build_filings(r.max_items, r.seed, r.data_dir),
         evaluation_only=True,
     ),
     "loong-concat": _Benchmark(

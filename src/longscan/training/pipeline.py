@@ -45,6 +45,7 @@ from longscan.training.options import TrainOptions
 from longscan.training.synthetic_examples import (
     SyntheticExample,
     begin_some_at_evidence,
+    outside_held_out,
     read_examples,
 )
 from longscan.training.trainer import train
@@ -259,8 +260,9 @@ def build_data(
 
 def _examples_of_files(paths: Sequence[str]) -> dict[str, list[SyntheticExample]]:
     """Each file's examples, read once however often it is named (reading segments every
-    example's text: about a minute for the committed filings)."""
-    return {path: read_examples(Path(path)) for path in dict.fromkeys(paths)}
+    example's text: about a minute for the committed filings), without those drawn from the
+    filings development split's reports."""
+    return {path: outside_held_out(read_examples(Path(path))) for path in dict.fromkeys(paths)}
 
 
 def fine_tune_members(

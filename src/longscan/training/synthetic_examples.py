@@ -198,6 +198,14 @@ def parse_examples(text: str, origin: str, sources: Path | None = None) -> list[
     return examples
 
 
+def outside_held_out(examples: Sequence[SyntheticExample]) -> list[SyntheticExample]:
+    """The examples not drawn from a report of the filings development split: those reports
+    are held out whole, so no training run reads a line of them."""
+    from longscan.bench.filings import HELD_OUT_FILINGS
+
+    return [e for e in examples if Path(e.source_id).name not in HELD_OUT_FILINGS]
+
+
 def train_docs() -> Path:
     """The reference data's training documents."""
     from longscan.bench.datasets import data_path
