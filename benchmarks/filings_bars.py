@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
+
+import result_files
 
 from longscan.bench.runner import run_benchmark
 from longscan.evaluation import EvaluationResult
@@ -41,11 +44,14 @@ BASELINES = (
     "hybrid-sentence",
 )
 BUDGETS = (100, 300, 1_000, 2_000)
+PHRASINGS = (None, "label", "concept", "paraphrase")  # None: every question
 BAR_BUDGETS = (300, 1_000, 2_000)
-# (name, benchmark, table context, measure family): the filings development split (gold
-# spans: hit), Loong read both ways and L-Eval financial (answers only: ahit)
+# (name, benchmark, table context, measure family): the filings development split and its
+# questions over Loong's sample reports (gold spans: hit), Loong read both ways and L-Eval
+# financial (answers only: ahit)
 FILINGS = (
     ("filings-dev", "filings", True, "hit"),
+    ("filings-loong", "filings-loong", True, "hit"),
     ("loong-context", "loong", True, "ahit"),
     ("loong-plain", "loong", False, "ahit"),
     ("leval-financial-context", "leval-financial", True, "ahit"),
@@ -79,8 +85,11 @@ SEED_SPREAD = {
 }
 
 
-def filings(scanners: list[str], out: Path) -> None:
-    """The filings sets, and per scanner whether it reaches the best baseline."""
+def filings(scanners: list[str], out: Path) -> list[dict[str, Any]]:
+    """The filings sets, and per scanner whether it reaches the best baseline; returns the
+    tables a result file keeps: per set, every retriever's measures (per phrasing on the
+    built splits) and each scanner's shortfall."""
+    tables = []
     for name, benchmark, context, family in FILINGS:
         run = run_benchmark(
             benchmark, [*scanners, *BASELINES], out_dir=out / name, table_context=context
@@ -89,8 +98,16 @@ def filings(scanners: list[str], out: Path) -> None:
         rows = {result.retriever: result.overall for result in run.results}
         print(f"\n{name}, {family}\n{markdown_table(run.results, measures)}")
         items = len(run.results[0].records)
-        if benchmark == "filings":
-            print(by_phrasing(run.results, measures))
+        phrasings = PHRASINGS if benchmark.startswith("filings") else (None,)
+        table_rows = [
+            [result.retriever, phrasing or "all", *means]
+            for result in run.results
+            for phrasing in phrasings
+            for means in [mean_of(result, measures, phrasing)]
+        ]
+        columns = ["retriever", "questions asked", "items", *measures]
+        tables.append(result_files.table(f"{name} ({items} items)", columns, table_rows))
+        print(result_files.markdown(tables[-1], heading=""))
         for scanner in scanners:
             short = []
             for b in BAR_BUDGETS:
@@ -100,19 +117,15 @@ def filings(scanners: list[str], out: Path) -> None:
                     short.append(f"@{b}: {round(gap * items)} items under {best}")
             print(f"  {scanner}: " + ("meets the bar" if not short
                                        else "misses it " + ", ".join(short)))  # fmt: skip
+    return tables
 
 
-def by_phrasing(results: list[EvaluationResult], measures: list[str]) -> str:
-    """Each retriever's measures on the questions asked in the row's words and in others."""
-    lines = ["| retriever | phrasing | items | " + " | ".join(measures) + " |"]
-    lines.append("|---|---|---:|" + "---:|" * len(measures))
-    for result in results:
-        for phrasing in ("label", "concept", "paraphrase"):
-            records = [r for r in result.records if r.item_id.endswith(f":{phrasing}")]
-            means = [sum(r.scores[m] for r in records) / len(records) for m in measures]
-            cells = " | ".join(f"{value:.3f}" for value in means)
-            lines.append(f"| {result.retriever} | {phrasing} | {len(records)} | {cells} |")
-    return "\n".join(lines)
+def mean_of(result: EvaluationResult, measures: list[str], phrasing: str | None) -> list[Any]:
+    """The number of items and each measure's mean over the items asked one way (all of
+    them for None), to three places."""
+    records = [r for r in result.records if phrasing is None or r.item_id.endswith(f":{phrasing}")]
+    means = [round(sum(r.scores[m] for r in records) / len(records), 3) for m in measures]
+    return [len(records), *means]
 
 
 def prose(scanners: list[str], out: Path) -> None:
@@ -176,10 +189,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="folder for every table")
     parts = ("filings", "prose", "instructed", "all")
     parser.add_argument("--part", choices=parts, default="all")
+    parser.add_argument(
+        "--save", default=None, help="Write the filings tables to benchmarks/results/NAME.json."
+    )
     args = parser.parse_args()
     scanners = ["scanner", *(f"scanner:{path}" for path in args.checkpoint), *args.retriever]
     if args.part in ("filings", "all"):
-        filings(scanners, args.out)
+        tables = filings(scanners, args.out)
+        if args.save:
+            print(f"saved {result_files.save(args.save, vars(args), tables)}")
     if args.part in ("prose", "all"):
         prose(scanners, args.out)
     if args.part in ("instructed", "all"):

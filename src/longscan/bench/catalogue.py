@@ -91,6 +91,12 @@ _REGISTRY: dict[str, _Benchmark] = {
         lambda r: build_filings(r.max_items, r.seed, r.data_dir),
         evaluation_only=True,
     ),
+    "filings-loong": _Benchmark(
+        "the filings questions over the reports of Loong's development sample, in Loong's "
+        "text layout; gold = the answer figure",
+        lambda r: build_filings(r.max_items, r.seed, r.data_dir, loong=True),
+        evaluation_only=True,
+    ),
     "loong-concat": _Benchmark(
         "loong with each item's documents concatenated into one document (headers kept)",
         lambda r: build_loong(r.max_items, r.seed, r.data_dir, concatenate=True),

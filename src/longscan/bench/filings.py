@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from longscan.bench.datasets import data_path
+from longscan.bench.datasets import LOONG_DOC_DIR, data_path, financial_name
 from longscan.documents import Document
 from longscan.items import GoldSpan, QAItem
 from longscan.readers.files import read_file
@@ -360,16 +360,32 @@ def _questions(figure: StatementFigure, company: str) -> dict[str, str]:
 
 
 def build_filings(
-    max_items: int | None = None, seed: int = 0, data_dir: str | Path | None = None
+    max_items: int | None = None,
+    seed: int = 0,
+    data_dir: str | Path | None = None,
+    *,
+    loong: bool = False,
 ) -> list[QAItem]:
-    """The filings development split: every figure of every held-out report, asked both
-    ways, each over its report and ``DISTRACTORS`` others drawn with ``seed``."""
-    folder = data_path(FILINGS_DIR, data_dir)
-    reports = [_report((folder / name).resolve()) for name in HELD_OUT_FILINGS]
+    """The filings development split: every figure of every held-out report, asked three
+    ways, each over its report and ``DISTRACTORS`` others drawn with ``seed``. With
+    ``loong``, the same questions over the reports of Loong's development sample instead
+    (small filers' quarterly reports in Loong's text layout), each named as Loong names it."""
+    if loong:
+        folder = data_path(LOONG_DOC_DIR, data_dir) / "financial"
+        # one report per filer (the first file, as Loong picks it): two of one company
+        # would leave its question two right answers
+        firsts = {}
+        for path in sorted(folder.glob("*.txt")):
+            firsts.setdefault(financial_name(path.name), path)
+        paths = list(firsts.values())
+    else:
+        folder = data_path(FILINGS_DIR, data_dir)
+        paths = [folder / name for name in HELD_OUT_FILINGS]
+    reports = [_report(path.resolve()) for path in paths]
     rng = random.Random(seed)
     items: list[QAItem] = []
     for report in reports:
-        company = registrant(report.text)
+        company = financial_name(report.id) if loong else registrant(report.text)
         others = [other for other in reports if other.id != report.id]
         for figure in statement_figures(report.text):
             spans = figure_spans(report.text, figure.figure)
@@ -385,7 +401,7 @@ def build_filings(
                         gold_doc_ids=[report.id],
                         answers=[figure.figure],
                         metadata={
-                            "dataset": "filings",
+                            "dataset": "filings-loong" if loong else "filings",
                             "split": "dev",
                             "phrasing": phrasing,
                             "line_item": figure.item.key,

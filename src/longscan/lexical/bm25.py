@@ -43,11 +43,16 @@ class _NoTerms:
 
 def build_index(texts: list[str], k1: float = 1.5, b: float = 0.75) -> Any:
     """A bm25s index over ``texts``; query it with ``get_scores(tokenize([q])[0])``."""
+    return index_tokens(tokenize(texts, as_ids=True), k1, b)
+
+
+def index_tokens(tokens: Any, k1: float = 1.5, b: float = 0.75) -> Any:
+    """A bm25s index over texts already tokenized (``tokenize(texts, as_ids=True)``), for
+    callers that read the tokens too."""
     import bm25s
 
-    tokens = tokenize(texts, as_ids=True)
     if not tokens.vocab:
-        return _NoTerms(len(texts))
+        return _NoTerms(len(tokens.ids))
     index = bm25s.BM25(k1=k1, b=b)
     index.index(tokens, show_progress=False)
     return index

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from longscan.documents import Document
-from longscan.lexical.bm25 import build_index, tokenize
+from longscan.lexical.bm25 import index_tokens, tokenize
 from longscan.lexical.fusion import ranks_of
 from longscan.segment import count_words
 
@@ -49,8 +49,10 @@ def structure_features(document: Document) -> np.ndarray:
 
 class SentenceIndex:
     """What a query needs of a sequence of documents that does not depend on the query:
-    the BM25 index of its sentences (term ids in a sparse matrix, no strings kept) and its
-    structure columns (``structure_features``)."""
+    the BM25 index of its sentences (term ids in a sparse matrix, no strings kept), its
+    structure columns (``structure_features``), and what tells a sentence that adds nothing
+    (``FirstStage.redundant``): its distinct content terms, whether it holds a digit, and
+    which sentences of its document read the same."""
 
     def __init__(self, documents: Sequence[Document]) -> None:
         texts = [text for document in documents for text in document.sentence_texts()]
@@ -58,7 +60,14 @@ class SentenceIndex:
         self.words = np.array([count_words(text) for text in texts], dtype=np.int64)
         # each document's first sentence in the sequence, and the end of the last
         self.document_bounds = np.cumsum([0, *(len(d.sentences) for d in documents)])
-        self.bm25: Any = build_index(texts)
+        tokens = tokenize(texts, as_ids=True)
+        self.bm25: Any = index_tokens(tokens)
+        self.distinct_terms = np.array([len(set(ids)) for ids in tokens.ids], dtype=np.int64)
+        # a sentence whose every word is a content term (no "it", "is", "and"): a name or a
+        # title on a line of its own, not a sentence that says something
+        self.terms_only = np.array([len(ids) for ids in tokens.ids]) == self.words
+        self.has_digit = np.array([any(c.isdigit() for c in text) for text in texts], dtype=bool)
+        self.same_text = _same_text_groups(texts, self.document_bounds)
         self.structure = (
             np.concatenate([structure_features(d) for d in documents])
             if documents
@@ -78,6 +87,21 @@ class SentenceIndex:
     def lexical(self, text: str) -> np.ndarray:
         """BM25 of every sentence for free text (the second hop's joined query)."""
         return self.scores(self.known_terms(text))
+
+
+def _same_text_groups(texts: list[str], document_bounds: np.ndarray) -> np.ndarray:
+    """A group id per sentence, shared by the sentences of one document that read the same
+    (case and spacing aside): a report's running page header, "AND SUBSIDIARIES" under
+    every statement's title."""
+    groups: dict[tuple[int, str], int] = {}
+    document = np.searchsorted(document_bounds, np.arange(len(texts)), side="right") - 1
+    return np.array(
+        [
+            groups.setdefault((int(d), " ".join(text.lower().split())), len(groups))
+            for d, text in zip(document.tolist(), texts, strict=True)
+        ],
+        dtype=np.int64,
+    )
 
 
 class SentenceIndexes:
@@ -130,6 +154,24 @@ class FirstStage:
             rank_feature(vectors @ query_vector) if len(vectors) else np.zeros(0, np.float32)
         )
         return cls(query, index, bm25, bm25_rank, dense_rank)
+
+    def redundant(self, scores: np.ndarray) -> np.ndarray:
+        """``(n,)`` True where a sentence adds nothing to what ranks above it under
+        ``scores``: it is only words of the question (every word a content term that the
+        query has, and no figure: the filer's name on a line of its own, asked "What is
+        X's total assets?"; "It is published fortnightly." says something and stays), or
+        it reads the same as a better-scored sentence of its document (a running page
+        header)."""
+        index = self.index
+        terms = index.known_terms(self.query)
+        matched = sum((index.scores([term]) > 0).astype(np.int64) for term in terms)
+        echoes = (index.distinct_terms > 0) & (matched == index.distinct_terms)
+        echoes &= index.terms_only & ~index.has_digit
+        best_first = np.argsort(-scores, kind="stable")
+        _, first = np.unique(index.same_text[best_first], return_index=True)
+        repeats = np.ones(index.size, dtype=bool)
+        repeats[best_first[first]] = False
+        return echoes | repeats
 
     def order(self) -> np.ndarray:
         """Sentence positions, best first, by BM25 rank + dense rank (a hybrid first pass)."""

@@ -37,6 +37,15 @@ ScanMode = Literal["stream", "sliding"]
 CHARS_PER_TOKEN = 4.0  # English prose; only sizes the sliding windows, never the results
 
 
+def moved_below(scores: np.ndarray, below: np.ndarray) -> np.ndarray:
+    """``scores`` with the ``below`` ones lowered under every other, their order kept."""
+    if not below.any():
+        return scores
+    moved = scores.copy()
+    moved[below] -= scores.max() - scores.min() + 1.0
+    return moved
+
+
 def _no_sentences(query: str) -> np.ndarray:
     """The BM25 of an empty sequence: no scores."""
     return np.zeros(0)
@@ -198,7 +207,10 @@ class Scanner:
         free-text query (what the re-scorer's second round queries).
 
         One straight path: sentence vectors, the first stage (BM25 and dense, once), the
-        feature columns from it, then the scan.
+        feature columns from it, then the scan. Sentences that add nothing to what ranks
+        above them (``FirstStage.redundant``: the question's own words alone, a line read
+        before) are moved below every other, in their order: each would take a place in the
+        reader's budget and tell it nothing.
         """
         parts = [self.sentence_vectors(document, progress) for document in documents]
         vectors = np.concatenate(parts) if parts else np.zeros((0, self.encoder.dim), np.float32)
@@ -209,7 +221,7 @@ class Scanner:
         read = feature_columns(self.model.config)  # what the checkpoint was trained on
         features = self.features.columns(first, documents, vectors, query_vector, read)
         logits = self._logits(documents, vectors, query_vector, features[:, read])
-        return logits, first.index.lexical
+        return moved_below(logits, first.redundant(logits)), first.index.lexical
 
     def _logits(
         self,

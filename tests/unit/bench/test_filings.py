@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from longscan.bench.catalogue import build_benchmark
+from longscan.bench.datasets import financial_name
 from longscan.bench.filings import (
     HELD_OUT_FILINGS,
     StatementFigure,
@@ -111,3 +112,17 @@ def test_no_training_run_reads_a_held_out_report() -> None:
         [example(f"sec-full-filings/{HELD_OUT_FILINGS[3]}"), example("cuad/other.txt")]
     )
     assert [e.source_id for e in kept] == ["cuad/other.txt"]
+
+
+def test_the_loong_variant_reads_one_report_per_filer_named_as_loong_names_it(
+    data_dir: Path,
+) -> None:
+    items = build_benchmark("filings-loong", data_dir=data_dir)
+    assert len(items) >= 30
+    for item in items:
+        filers = [financial_name(document.id) for document in item.documents]
+        assert len(set(filers)) == len(filers) == 3  # never two reports of one filer
+        (report,) = item.gold_doc_ids
+        assert financial_name(report) in item.query
+        digits = item.answers[0].strip("()")
+        assert all(item.document(report).text[s.start : s.end] == digits for s in item.gold_spans)

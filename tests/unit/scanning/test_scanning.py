@@ -15,7 +15,8 @@ from longscan.scanning.features.feedback import capitalised_names
 from longscan.scanning.features.paragraphs import window_dense_rank
 from longscan.scanning.features.query_parts import MAX_QUERY_PARTS, query_parts
 from longscan.scanning.features.token_match import max_sim
-from longscan.scanning.first_stage import rank_feature
+from longscan.scanning.first_stage import FirstStage, SentenceIndex, rank_feature
+from longscan.scanning.scanner import moved_below
 
 
 def test_streaming_equals_one_full_pass(tiny_scanner: Scanner, novel: Document) -> None:
@@ -386,3 +387,35 @@ def test_every_column_is_computed_by_exactly_one_registered_part() -> None:
     assert sorted(filled) == sorted(FEATURE_NAMES) and len(filled) == len(set(filled))
     names = [part.name for part in PARTS]
     assert len(names) == len(set(names)) and all(part.reads for part in PARTS)
+
+
+def test_lines_of_the_questions_words_alone_and_repeated_lines_are_redundant(
+    data_dir,
+) -> None:
+    """In a real Loong report asked about by its filer's name, the name's own lines and the
+    repeated statement subtitle are redundant (the best-scored copy of a repeat excepted);
+    the balance-sheet row and a short sentence that says something are not."""
+    path = data_dir / "loong" / "doc" / "financial" / "2024-AIM ImmunoTech Inc.-j.txt"
+    report = Document("aim", path.read_text(encoding="utf-8"))
+    said = Document("lrb", "The London Review of Books. It is published fortnightly.")
+    documents = [report, said]
+    index = SentenceIndex(documents)
+    texts = [" ".join(t.split()) for d in documents for t in d.sentence_texts()]
+    query = "What is the Total Assets of AIM ImmunoTech Inc., published fortnightly?"
+    first = FirstStage.run(query, index, np.zeros((index.size, 4), np.float32), np.ones(4))
+    scores = np.linspace(1.0, 0.0, index.size)  # the document order, best first
+    redundant = first.redundant(scores)
+    names = [i for i, t in enumerate(texts) if t == "AIM IMMUNOTECH INC."]
+    subtitles = [i for i, t in enumerate(texts) if t == "AND SUBSIDIARIES"]
+    assert len(names) > 1 and len(subtitles) > 1
+    assert redundant[names].all()
+    assert not redundant[subtitles[0]] and redundant[subtitles[1:]].all()
+    row = next(i for i, t in enumerate(texts) if t.startswith("Total assets $ 16,189"))
+    assert not redundant[row] and not redundant[texts.index("It is published fortnightly.")]
+    # a later copy that scores best is the one kept
+    scores[subtitles[-1]] = 2.0
+    assert not first.redundant(scores)[subtitles[-1]] and first.redundant(scores)[subtitles[0]]
+    moved = moved_below(scores, redundant)
+    assert moved[redundant].max() < moved[~redundant].min()
+    kept = np.argsort(-moved[~redundant], kind="stable")
+    assert (kept == np.argsort(-scores[~redundant], kind="stable")).all()

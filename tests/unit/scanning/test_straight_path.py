@@ -21,8 +21,8 @@ def test_a_rescored_query_indexes_the_documents_once_and_ranks_once(
     tiny_scanner: Scanner, novel: Document, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     builds, first_stages = [], []
-    build_index, run = first_stage.build_index, first_stage.FirstStage.run.__func__
-    monkeypatch.setattr(first_stage, "build_index", lambda t: builds.append(1) or build_index(t))
+    index_tokens, run = first_stage.index_tokens, first_stage.FirstStage.run.__func__
+    monkeypatch.setattr(first_stage, "index_tokens", lambda t: builds.append(1) or index_tokens(t))
     monkeypatch.setattr(
         first_stage.FirstStage,
         "run",
