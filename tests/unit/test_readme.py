@@ -16,7 +16,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
-DOCUMENTS = [README, REPO / "BENCHMARKS.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCUMENTS = [
+    README,
+    REPO / "BENCHMARKS.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    *sorted((REPO / "training-data").glob("*/README.md")),
+    *sorted((REPO / "src" / "longscan" / "checkpoints").glob("*/MODEL_CARD.md")),
+]
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```[ \t]*\n(?:\s*```\n(.*?)^```)?", re.S | re.M)
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
