@@ -229,18 +229,20 @@ def _header_years(line: str) -> list[int] | None:
     return years
 
 
-def _rows(lines: list[tuple[int, str]]) -> Iterator[tuple[int, int, str, str]]:
-    """``(index, start, label line, figures)`` of every non-empty line that may be a table
-    row: a label followed by figures on its line, or a label alone on its line whose next
-    line holds the figures (a layout the text conversion often leaves)."""
+def _rows(lines: list[tuple[int, str]]) -> Iterator[tuple[int, int, str, str, int]]:
+    """``(index, start, label line, figures, end)`` of every non-empty line that may be a
+    table row: a label followed by figures on its line, or a label alone on its line whose
+    next non-empty line holds the figures (a layout the text conversion often leaves);
+    ``end`` is where the row's last line ends in the text."""
     for index, (start, line) in enumerate(lines):
         stripped = line.strip()
         if not stripped or stripped[0].isdigit():
             continue
-        yield index, start, line, ""
-        following = lines[index + 1][1] if index + 1 < len(lines) else ""
-        if _row_figures(following) is not None and not any(ch.isdigit() for ch in stripped):
-            yield index, start, line, following
+        yield index, start, line, "", start + len(line)
+        if index + 1 < len(lines) and not any(ch.isdigit() for ch in stripped):
+            after, following = lines[index + 1]
+            if _row_figures(following) is not None:
+                yield index, start, line, following, after + len(following)
 
 
 def _header_index(above: list[str]) -> int | None:
@@ -269,7 +271,7 @@ def statement_figures(text: str) -> list[StatementFigure]:
     most rows give, then the first."""
     lines = [(start, line) for start, line in _lines(text) if line.strip()]
     candidates: dict[str, list[StatementFigure]] = {}
-    for index, start, line, following in _rows(lines):
+    for index, start, line, following, end in _rows(lines):
         stripped = line.strip()
         for item in LINE_ITEMS:
             match = item.label.match(f"{stripped} {following.strip()}".strip())
@@ -299,7 +301,6 @@ def statement_figures(text: str) -> list[StatementFigure]:
                 continue  # the parent company's own schedule, not the group's statement
             consolidated = any(prior.startswith("consolidated") for prior in title)
             offset = start + len(line) - len(line.lstrip())
-            end = start + len(line) + (len(following) + 1 if following else 0)
             period = _period(above[header], latest)
             if period != str(latest) and not item.balance and "ended" not in above[header].lower():
                 continue  # a flow under a balance date: a table of changes, not the statement

@@ -38,7 +38,8 @@ def test_every_gold_span_is_the_answer_figure_in_the_report_asked_about(items) -
         digits = item.answers[0].strip("()")
         assert all(text[s.start : s.end] == digits for s in item.gold_spans)
         start, end = item.metadata["row"]
-        assert digits in text[start:end]  # the figure is on the row it was read from
+        row = text[start:end]  # the row it was read from: its label, then its figures
+        assert digits in row and re.fullmatch(r"[\d,.()—]+", row.split()[-1])
 
 
 def test_each_figure_is_asked_in_the_rows_words_by_its_name_and_in_other_words(items) -> None:
