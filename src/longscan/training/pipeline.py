@@ -45,8 +45,7 @@ from longscan.training.options import TrainOptions
 from longscan.training.synthetic_examples import (
     SyntheticExample,
     begin_some_at_evidence,
-    outside_held_out,
-    read_examples,
+    read_training_examples,
 )
 from longscan.training.trainer import train
 
@@ -262,7 +261,7 @@ def _examples_of_files(paths: Sequence[str]) -> dict[str, list[SyntheticExample]
     """Each file's examples, read once however often it is named (reading segments every
     example's text: about a minute for the committed filings), without those drawn from the
     filings development split's reports."""
-    return {path: outside_held_out(read_examples(Path(path))) for path in dict.fromkeys(paths)}
+    return {path: read_training_examples(Path(path)) for path in dict.fromkeys(paths)}
 
 
 def fine_tune_members(

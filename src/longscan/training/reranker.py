@@ -510,7 +510,7 @@ def training_pairs(
         ValueError: ``pairs_cache`` records other sources or files than those asked for.
     """
     from longscan.encoders.minilm import get_encoder
-    from longscan.training.synthetic_examples import read_examples
+    from longscan.training.synthetic_examples import read_training_examples
 
     mined = {
         "max_per_source": max_per_source,
@@ -538,7 +538,7 @@ def training_pairs(
         encoder = get_encoder()
         pairs, _ = mine_pairs(sources, encoder, mining, seed, progress)
         if synthetic:
-            examples = [example for path in synthetic for example in read_examples(path)]
+            examples = [e for path in synthetic for e in read_training_examples(path)]
             more, mined["synthetic_dropped"] = mine_synthetic_pairs(
                 examples, encoder, mining, seed, fingerprints, progress=progress
             )

@@ -165,11 +165,11 @@ def synthetic_rows(paths: Sequence[Path]) -> list[LabelledDocument]:
     the sentence scanner's."""
     from longscan.training.data import usable_synthetic
     from longscan.training.decontamination import evaluation_fingerprints
-    from longscan.training.synthetic_examples import read_examples
+    from longscan.training.synthetic_examples import read_training_examples
 
     if not paths:
         return []
-    examples = [example for path in paths for example in read_examples(Path(path))]
+    examples = [example for path in paths for example in read_training_examples(Path(path))]
     clean = usable_synthetic(examples, evaluation_fingerprints(corpus=True))
     return [(example.question, document, labels) for example, document, labels in clean]
 

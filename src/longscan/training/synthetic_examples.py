@@ -14,6 +14,7 @@ import numpy as np
 
 from longscan.answering.llm import Completion
 from longscan.bench.builders import split_of
+from longscan.bench.filings import HELD_OUT_FILINGS
 from longscan.documents import Document
 from longscan.readers.files import read_file
 
@@ -201,9 +202,13 @@ def parse_examples(text: str, origin: str, sources: Path | None = None) -> list[
 def outside_held_out(examples: Sequence[SyntheticExample]) -> list[SyntheticExample]:
     """The examples not drawn from a report of the filings development split: those reports
     are held out whole, so no training run reads a line of them."""
-    from longscan.bench.filings import HELD_OUT_FILINGS
-
     return [e for e in examples if Path(e.source_id).name not in HELD_OUT_FILINGS]
+
+
+def read_training_examples(path: Path) -> list[SyntheticExample]:
+    """A file's examples as every training run reads them (the scanner's, the re-scorer's,
+    the token-level scanner's): ``read_examples`` without those ``outside_held_out`` drops."""
+    return outside_held_out(read_examples(path))
 
 
 def train_docs() -> Path:

@@ -18,7 +18,11 @@ from longscan.bench.filings import (
     registrant,
     statement_figures,
 )
-from longscan.training.synthetic_examples import SyntheticExample, outside_held_out
+from longscan.training.synthetic_examples import (
+    SyntheticExample,
+    outside_held_out,
+    read_training_examples,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -127,3 +131,19 @@ def test_the_loong_variant_reads_one_report_per_filer_named_as_loong_names_it(
         assert financial_name(report) in item.query
         digits = item.answers[0].strip("()")
         assert all(item.document(report).text[s.start : s.end] == digits for s in item.gold_spans)
+
+
+def test_every_training_run_reads_packed_examples_without_the_held_out_reports(
+    tmp_path: Path,
+) -> None:
+    """The table examples' file holds lines over held-out reports; the reader that the
+    scanner's, the re-scorer's and the token-level scanner's training share leaves them out."""
+    lines = (REPO / "training-data/synthetic-tables/examples.jsonl").read_text().splitlines()
+    held = next(line for line in lines if Path(json.loads(line)["source"]).name in HELD_OUT_FILINGS)
+    kept = next(
+        line for line in lines if Path(json.loads(line)["source"]).name not in HELD_OUT_FILINGS
+    )
+    path = tmp_path / "examples.jsonl"
+    path.write_text(f"{held}\n{kept}\n", encoding="utf-8")
+    (example,) = read_training_examples(path)
+    assert example.id == json.loads(kept)["id"]
