@@ -245,13 +245,14 @@ def _rows(lines: list[tuple[int, str]]) -> Iterator[tuple[int, int, str, str, in
                 yield index, start, line, following, after + len(following)
 
 
-def _header_index(above: list[str]) -> int | None:
-    """The index of the nearest column header in the lines above a row, or None where a
-    paragraph of prose or a line naming a single year comes first: the row then belongs to
-    a table whose header the text lost, and an older table's header would misalign it."""
+def _header(above: list[str]) -> tuple[int, list[int]] | None:
+    """The index and years of the nearest column header in the lines above a row, or None
+    where a paragraph of prose or a line naming a single year comes first: the row then
+    belongs to a table whose header the text lost, and an older table's header would
+    misalign it."""
     for index in reversed(range(len(above))):
-        if _header_years(above[index]) is not None:
-            return index
+        if (years := _header_years(above[index])) is not None:
+            return index, years
         if len(above[index]) > 150 or len(_YEAR.findall(above[index])) == 1:
             return None
     return None
@@ -283,10 +284,10 @@ def statement_figures(text: str) -> list[StatementFigure]:
             above = [prior for _, prior in lines[max(0, index - _HEADER_LOOKBACK) : index]]
             if item.per_share and not any("per share" in prior.lower() for prior in above[-8:]):
                 continue
-            header = _header_index(above)
-            if header is None:
+            found = _header(above)
+            if found is None:
                 continue
-            years = _header_years(above[header]) or []
+            header, years = found
             if len(years) != len(figures) or len(set(years)) != len(years):
                 continue
             latest = max(years)
