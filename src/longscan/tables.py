@@ -216,6 +216,17 @@ def row_context(document: Document) -> dict[int, tuple[int, ...]]:
     return context
 
 
+@per_document
+def rows_of_context(document: Document) -> dict[int, tuple[int, ...]]:
+    """``row_context`` turned around: for each unit that gives rows their meaning (a table's
+    title, a column header, a row group), the rows it gives meaning to, in document order."""
+    rows: dict[int, list[int]] = {}
+    for row, context in row_context(document).items():
+        for unit in context:
+            rows.setdefault(unit, []).append(row)
+    return {unit: tuple(members) for unit, members in rows.items()}
+
+
 def _header_and_title(
     header: int,
     headers: list[bool],
