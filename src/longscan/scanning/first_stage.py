@@ -173,6 +173,11 @@ class FirstStage:
         repeats[best_first[first]] = False
         return echoes | repeats
 
+    @property
+    def hybrid(self) -> np.ndarray:
+        """``(n,)`` BM25 rank + dense rank: the first pass's one score for every sentence."""
+        return self.bm25_rank + self.dense_rank
+
     def order(self) -> np.ndarray:
-        """Sentence positions, best first, by BM25 rank + dense rank (a hybrid first pass)."""
-        return np.argsort(-(self.bm25_rank + self.dense_rank), kind="stable")
+        """Sentence positions, best first, by the hybrid first pass (``hybrid``)."""
+        return np.argsort(-self.hybrid, kind="stable")
