@@ -199,6 +199,10 @@ class Evidence:
             title, column header and row group) as ``(start, end, text)``, each exactly the
             document's ``text[start:end]``; empty for any other unit or until
             ``selection.cite_table_context`` fills it.
+        found: For a span widened around the units a retriever ranked (their paragraph,
+            their neighbours), those units' ``(start, end)``, best first, each inside the
+            span: what the reader was pointed at within what it was shown. Empty when the
+            span is the unit itself.
     """
 
     doc_id: str
@@ -210,6 +214,7 @@ class Evidence:
     page: int | None = None
     section: tuple[str, ...] = ()
     context: tuple[tuple[int, int, str], ...] = ()
+    found: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def of(cls, document: Document, start: int, end: int, score: float, unit: int) -> Evidence:
@@ -260,6 +265,7 @@ class Evidence:
                 {"start": int(start), "end": int(end), "text": text}
                 for start, end, text in self.context
             ],
+            "found": [{"start": int(start), "end": int(end)} for start, end in self.found],
         }
 
 
@@ -323,8 +329,35 @@ EVIDENCE_JSON_SCHEMA: dict[str, Any] = {
                 "additionalProperties": False,
             },
         },
+        "found": {
+            "type": "array",
+            "description": "For a span widened around the units the retriever ranked (their "
+            "paragraph, or their neighbours): those units' offsets, best first, each inside "
+            "[start, end), to be marked apart within the span. Empty when the span is the "
+            "unit itself.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "start": {"type": "integer", "minimum": 0},
+                    "end": {"type": "integer", "minimum": 0},
+                },
+                "required": ["start", "end"],
+                "additionalProperties": False,
+            },
+        },
     },
-    "required": ["doc_id", "start", "end", "score", "unit", "page", "section", "text", "context"],
+    "required": [
+        "doc_id",
+        "start",
+        "end",
+        "score",
+        "unit",
+        "page",
+        "section",
+        "text",
+        "context",
+        "found",
+    ],
     "additionalProperties": False,
 }
 

@@ -117,22 +117,33 @@ def _widen(hit: Evidence, document: Document, neighbours: int, paragraph: bool) 
         last = min(index + neighbours, int(same[-1]))
         start, end = int(sentences[first, 0]), int(sentences[last, 1])
     start, end = min(start, hit.start), max(end, hit.end)
-    return Evidence.of(document, start, end, hit.score, hit.unit)
+    found = () if (start, end) == (hit.start, hit.end) else _pointed(hit)
+    return replace(Evidence.of(document, start, end, hit.score, hit.unit), found=found)
+
+
+def _pointed(span: Evidence) -> tuple[tuple[int, int], ...]:
+    """The ranked units inside ``span``, best first: its own offsets unless it was widened."""
+    return span.found or ((span.start, span.end),)
 
 
 def _merge_into(chosen: list[Evidence], new: Evidence, document: Document) -> list[Evidence]:
     """Add ``new``, merging it with any chosen span of the same document it overlaps; the
-    merged span keeps the rank and unit of the best span in it (``chosen`` is best first)."""
+    merged span keeps the rank and unit of the best span in it (``chosen`` is best first), and
+    the units ranked inside each part as ``found``, best first."""
     kept, start, end, score, unit = [], new.start, new.end, new.score, new.unit
     at: int | None = None
+    pointed: list[tuple[int, int]] = []
     for old in chosen:
         if old.doc_id == new.doc_id and old.start < end and start < old.end:
             start, end, score = min(start, old.start), max(end, old.end), max(score, old.score)
+            pointed += _pointed(old)
             if at is None:
                 at, unit = len(kept), old.unit
         else:
             kept.append(old)
-    merged = Evidence.of(document, start, end, score, unit)
+    found = tuple(dict.fromkeys([*pointed, *_pointed(new)]))
+    found = () if found == ((start, end),) else found
+    merged = replace(Evidence.of(document, start, end, score, unit), found=found)
     at = len(kept) if at is None else at
     return [*kept[:at], merged, *kept[at:]]
 

@@ -246,6 +246,25 @@ def test_hits_out_of_document_order_show_the_text_once(server_url: str, browser:
         assert shown_hits(page) == dict(enumerate(evidence))
 
 
+def test_the_sentences_found_are_marked_apart_in_their_paragraph(
+    server_url: str, browser: Any
+) -> None:
+    """Each hit is read in its paragraph; inside it the sentences the retriever found are
+    marked ``found`` and the rest of the paragraph ``around`` (lighter): the text marked
+    found is exactly the evidence's found spans (the text has no astral characters, so
+    UTF-16 units are characters)."""
+    with browser.new_page() as page:
+        paste_and_ask(page, server_url, "blue-key.txt", BLUE_KEY, "Where is the blue key?")
+        spans = page.evaluate("() => state.hits.flatMap(hit => hit.found.map(f => [f.from, f.to]))")
+        assert spans and page.locator("#doc-view mark.hit.around").count() > 0
+        marked = page.eval_on_selector_all(
+            "#doc-view mark.hit.found", "marks => marks.map(m => m.textContent).join('')"
+        )
+        assert marked == "".join(
+            BLUE_KEY[start:end] for start, end in sorted(set(map(tuple, spans)))
+        )
+
+
 def test_a_table_row_is_listed_with_what_its_figures_are(
     server_url: str, browser: Any, statement_excerpt: str
 ) -> None:

@@ -27,7 +27,8 @@ QUESTION = "Where is the spare key?"
 
 def check(evidence: dict, text: str, doc_id: str) -> None:
     """Valid against the schema, with exact offsets and the index of the sentence it was
-    found at: the span is that sentence, or its paragraph (read in context)."""
+    found at: the span is that sentence, or its paragraph (read in context), which then
+    points at that sentence first in ``found``, every found sentence inside the span."""
     jsonschema.validate(evidence, EVIDENCE_JSON_SCHEMA)
     assert evidence["doc_id"] == doc_id
     assert text[evidence["start"] : evidence["end"]] == evidence["text"]
@@ -35,6 +36,13 @@ def check(evidence: dict, text: str, doc_id: str) -> None:
     sentence = tuple(document.sentences[evidence["unit"]].tolist())
     paragraph = tuple(document.paragraphs[document.sentence_paragraph[evidence["unit"]]].tolist())
     assert (evidence["start"], evidence["end"]) in (sentence, paragraph)
+    found = [(span["start"], span["end"]) for span in evidence["found"]]
+    sentences = {tuple(pair) for pair in document.sentences.tolist()}
+    if (evidence["start"], evidence["end"]) == sentence:
+        assert found == []
+    else:
+        assert found[0] == sentence and set(found) <= sentences
+        assert all(evidence["start"] <= a < b <= evidence["end"] for a, b in found)
 
 
 @pytest.mark.parametrize("score", [float("nan"), float("inf"), float("-inf")])

@@ -48,6 +48,11 @@ def test_a_merged_span_keeps_the_rank_and_unit_of_its_best_hit(doc: Document) ->
         ("A one. A two. A three.", 0.9, 1),
         ("B one. B two.", 0.8, 4),
     ]
+    # each paragraph points at the sentences that were found in it, best first
+    found = [[doc.text[a:b] for a, b in e.found] for e in selected]
+    assert found == [["A two.", "A one."], ["B two."]]
+    alone = select(ranked, [doc])  # nothing widened: each span is its sentence
+    assert all(e.found == () for e in alone)
 
 
 def test_paragraph_expansion(doc: Document) -> None:

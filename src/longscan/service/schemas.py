@@ -41,6 +41,11 @@ class AskIn(BaseModel):
     top_k: int | None = Field(default=None, ge=1, le=200)
 
 
+class SpanOut(BaseModel):
+    start: int
+    end: int
+
+
 class ContextSpanOut(BaseModel):
     start: int
     end: int
@@ -63,6 +68,11 @@ class EvidenceOut(BaseModel):
     context: list[ContextSpanOut] = Field(
         description="For a table row: its table's title, column header and row group, each "
         "with its offsets; empty for any other unit."
+    )
+    found: list[SpanOut] = Field(
+        description="For a span widened around the sentences the retriever ranked (their "
+        "paragraph): those sentences' offsets, best first; empty when the span is the "
+        "sentence itself."
     )
 
 

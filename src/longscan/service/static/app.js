@@ -129,13 +129,15 @@ function fillBlock(block) {
   // (they come best first): it is cut at every hit's edge, and each piece covered by hits
   // is one mark, drawn as the best of them and listing them all in `data-hits`. The active
   // hit's context (a table row's title, column header and group) is marked `context`, and
-  // an extractive answer's span inside its hit `answer`.
+  // an extractive answer's span inside its hit `answer`. In a hit widened to its paragraph,
+  // the sentences the retriever found are marked `found` and the rest `around`.
   const overlaps = (range) => range.to > block.start && range.from < block.end;
   const inside = state.hits.filter(overlaps).sort((a, b) => a.from - b.from || a.rank - b.rank);
+  const found = inside.flatMap((hit) => hit.found).filter(overlaps);
   const context = activeContext().filter(overlaps);
   const answer = answerSpan().filter(overlaps);
   const cuts = new Set([block.start, block.end]);
-  for (const range of [...inside, ...context, ...answer]) {
+  for (const range of [...inside, ...found, ...context, ...answer]) {
     cuts.add(Math.max(range.from, block.start));
     cuts.add(Math.min(range.to, block.end));
   }
@@ -164,6 +166,8 @@ function fillBlock(block) {
     mark.className = ranks.includes(state.active) ? "hit active" : "hit";
     if (inContext) mark.classList.add("context");
     if (answer.some(covers)) mark.classList.add("answer");
+    if (found.some(covers)) mark.classList.add("found");
+    else if (covering.some((hit) => hit.found.length)) mark.classList.add("around");
     mark.dataset.hit = best.rank;
     mark.dataset.hits = ranks.join(" ");
     mark.dataset.start = best.start;
@@ -187,6 +191,7 @@ function setHits(evidence) {
   const touched = new Set([...state.hits, ...activeContext()].map(blockOf));
   state.hits = mine.map((item, rank) => ({
     ...item, rank, from: toUnits(item.start), to: toUnits(item.end),
+    found: (item.found || []).map((span) => ({ from: toUnits(span.start), to: toUnits(span.end) })),
     strength: 0.25 + 0.65 * (item.score - low) / span,
   }));
   state.active = -1;
