@@ -468,3 +468,21 @@ def test_the_commands_that_read_long_documents_bound_the_allocator() -> None:
     commands = {command.name for command in app.registered_commands}
     commands |= {group.name for group in app.registered_groups}
     assert commands >= STREAMING_COMMANDS, STREAMING_COMMANDS - commands
+
+
+def test_a_paragraph_is_printed_with_its_found_sentence_and_answer_marked_apart() -> None:
+    """In a paragraph read around the sentence found, that sentence is bold, the rest of the
+    paragraph plain, an extracted answer inside it green; the text is the document's."""
+    from longscan.cli.ask import _highlighted
+
+    text = "Intro. Mara kept the key under the pot. Tom never found it. The end."
+    start, end = text.index("Mara"), text.index(" The end.")
+    found = (start, text.index(" Tom"))
+    answer = (text.index("under"), text.index(". Tom"))
+    shown = _highlighted(text, start, end, 7, answer, [found])
+    assert shown.plain == "Intro. Mara kept the key under the pot. Tom never found it. The en…"
+    styles = {shown.plain[span.start : span.end]: str(span.style) for span in shown.spans}
+    assert styles["Mara kept the key "] == "bold yellow"
+    assert styles["under the pot"] == "bold green underline"
+    assert styles[" Tom never found it."] == "yellow"
+    assert _highlighted(text, start, end, 0).spans[1].style == "bold yellow"  # nothing found

@@ -226,26 +226,39 @@ def _print_evidence(
         mark = None
         if span is not None and span.doc_id == item.doc_id and item.start <= span.start:
             mark = (span.start, span.end) if span.end <= item.end else None
-        console.print(_highlighted(document.text, item.start, item.end, context, mark))
+        console.print(_highlighted(document.text, item.start, item.end, context, mark, item.found))
 
 
 def _highlighted(
-    text: str, start: int, end: int, context: int, mark: tuple[int, int] | None = None
+    text: str,
+    start: int,
+    end: int,
+    context: int,
+    mark: tuple[int, int] | None = None,
+    found: Sequence[tuple[int, int]] = (),
 ) -> Text:
     """The evidence in bold yellow inside ``context`` characters of surrounding text, on one
     line, control characters escaped (``printable``); ``mark``, a span inside the evidence
-    (an extractive answer), in bold green and underlined."""
+    (an extractive answer), in bold green and underlined. When the evidence is a paragraph
+    read around the sentences ``found`` in it, the rest of the paragraph is plain yellow."""
     left = max(0, start - context)
     right = min(len(text), end + context)
 
     def line(part: str) -> str:
         return printable(part.replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
 
-    inner_start, inner_end = mark or (end, end)
+    def style(at: int) -> str:
+        if mark is not None and mark[0] <= at < mark[1]:
+            return "bold green underline"
+        if not found or any(a <= at < b for a, b in found):
+            return "bold yellow"
+        return "yellow"
+
+    inner = (*(mark or ()), *(edge for span in found for edge in span))
+    cuts = sorted({start, end, *(edge for edge in inner if start < edge < end)})
     shown = Text()
     shown.append(("…" if left else "") + line(text[left:start]), style="dim")
-    shown.append(line(text[start:inner_start]), style="bold yellow")
-    shown.append(line(text[inner_start:inner_end]), style="bold green underline")
-    shown.append(line(text[inner_end:end]), style="bold yellow")
+    for piece_start, piece_end in zip(cuts, cuts[1:], strict=False):
+        shown.append(line(text[piece_start:piece_end]), style=style(piece_start))
     shown.append(line(text[end:right]) + ("…" if right < len(text) else ""), style="dim")
     return shown

@@ -19,6 +19,7 @@ from longscan.documents import Document
 from longscan.lexical.bm25 import index_tokens, tokenize
 from longscan.lexical.fusion import ranks_of
 from longscan.segment import count_words
+from longscan.tables import rows_of_context
 
 
 def rank_feature(scores: np.ndarray) -> np.ndarray:
@@ -50,9 +51,10 @@ def structure_features(document: Document) -> np.ndarray:
 class SentenceIndex:
     """What a query needs of a sequence of documents that does not depend on the query:
     the BM25 index of its sentences (term ids in a sparse matrix, no strings kept), its
-    structure columns (``structure_features``), and what tells a sentence that adds nothing
+    structure columns (``structure_features``), what tells a sentence that adds nothing
     (``FirstStage.redundant``): its distinct content terms, whether it holds a digit, and
-    which sentences of its document read the same."""
+    which sentences of its document read the same; and each table's title, header and group
+    lines with the rows they give meaning to (``FirstStage.rows_lifted``)."""
 
     def __init__(self, documents: Sequence[Document]) -> None:
         texts = [text for document in documents for text in document.sentence_texts()]
@@ -68,6 +70,11 @@ class SentenceIndex:
         self.terms_only = np.array([len(ids) for ids in tokens.ids]) == self.words
         self.has_digit = np.array([any(c.isdigit() for c in text) for text in texts], dtype=bool)
         self.same_text = _same_text_groups(texts, self.document_bounds)
+        self.table_lines = [
+            (int(first) + unit, int(first) + np.asarray(rows))
+            for document, first in zip(documents, self.document_bounds, strict=False)
+            for unit, rows in rows_of_context(document).items()
+        ]
         self.structure = (
             np.concatenate([structure_features(d) for d in documents])
             if documents
@@ -172,6 +179,23 @@ class FirstStage:
         repeats = np.ones(index.size, dtype=bool)
         repeats[best_first[first]] = False
         return echoes | repeats
+
+    def rows_lifted(self, scores: np.ndarray) -> np.ndarray:
+        """``scores`` with each table title, column header or row group standing for its
+        table: the table's row that the first pass ranks best (``hybrid``: the question's
+        words and meaning; ``scores`` breaking ties) is lifted to just above the line, if not
+        above it already. Such a line holds no figure of its own, and a reader is shown it
+        with the row anyway (``selection.with_table_context``), so the row is what its rank
+        was for."""
+        lifted = scores
+        first_pass = self.hybrid
+        for line, rows in self.index.table_lines:
+            best = rows[np.lexsort((scores[rows], first_pass[rows]))[-1]]
+            above = np.nextafter(scores[line], np.inf)
+            if lifted[best] < above:
+                lifted = lifted if lifted is not scores else scores.copy()
+                lifted[best] = above
+        return lifted
 
     @property
     def hybrid(self) -> np.ndarray:

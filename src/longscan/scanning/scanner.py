@@ -29,7 +29,6 @@ from longscan.scanning.checkpoint import (
     verified_info,
 )
 from longscan.scanning.features import LexicalFeatures, feature_columns
-from longscan.tables import rows_of_context
 
 if TYPE_CHECKING:  # the re-ranker reads the checkpoint module, which imports this package
     from longscan.rerankers.rounds import Lexical, TwoRounds
@@ -45,29 +44,6 @@ def moved_below(scores: np.ndarray, below: np.ndarray) -> np.ndarray:
     moved = scores.copy()
     moved[below] -= scores.max() - scores.min() + 1.0
     return moved
-
-
-def rows_lifted(
-    scores: np.ndarray, documents: Sequence[Document], first_pass: np.ndarray
-) -> np.ndarray:
-    """``scores`` of the documents read in order, with each table title, column header or
-    row group standing for its table: the table's row that the question's words and meaning
-    match best (``first_pass``, the scan's own score breaking ties) is lifted to just above
-    the line, if not above it already. Such a line holds no figure of its own, and a reader
-    is shown it with the row anyway (``selection.with_table_context``), so the row is what
-    its rank was for."""
-    lifted = scores
-    first = 0
-    for document in documents:
-        for unit, rows in rows_of_context(document).items():
-            members = first + np.asarray(rows)
-            best = members[np.lexsort((scores[members], first_pass[members]))[-1]]
-            above = np.nextafter(scores[first + unit], np.inf)
-            if lifted[best] < above:
-                lifted = lifted if lifted is not scores else scores.copy()
-                lifted[best] = above
-        first += len(document.sentences)
-    return lifted
 
 
 def _no_sentences(query: str) -> np.ndarray:
@@ -235,7 +211,8 @@ class Scanner:
         above them (``FirstStage.redundant``: the question's own words alone, a line read
         before) are moved below every other, in their order: each would take a place in the
         reader's budget and tell it nothing. A table's title or header line then stands for
-        its table: its row the first pass ranks best is lifted to its place (``rows_lifted``).
+        its table: its row the first pass ranks best is lifted to its place
+        (``FirstStage.rows_lifted``).
         """
         parts = [self.sentence_vectors(document, progress) for document in documents]
         vectors = np.concatenate(parts) if parts else np.zeros((0, self.encoder.dim), np.float32)
@@ -247,7 +224,7 @@ class Scanner:
         features = self.features.columns(first, documents, vectors, query_vector, read)
         logits = self._logits(documents, vectors, query_vector, features[:, read])
         logits = moved_below(logits, first.redundant(logits))
-        return rows_lifted(logits, documents, first.hybrid), first.index.lexical
+        return first.rows_lifted(logits), first.index.lexical
 
     def _logits(
         self,

@@ -16,7 +16,7 @@ from longscan.scanning.features.paragraphs import window_dense_rank
 from longscan.scanning.features.query_parts import MAX_QUERY_PARTS, query_parts
 from longscan.scanning.features.token_match import max_sim
 from longscan.scanning.first_stage import FirstStage, SentenceIndex, rank_feature
-from longscan.scanning.scanner import moved_below, rows_lifted
+from longscan.scanning.scanner import moved_below
 
 
 def test_streaming_equals_one_full_pass(tiny_scanner: Scanner, novel: Document) -> None:
@@ -423,9 +423,9 @@ def test_lines_of_the_questions_words_alone_and_repeated_lines_are_redundant(
 
 def test_a_tables_title_ranked_high_lifts_its_row_with_the_questions_words(data_dir) -> None:
     """In AIM's real Loong report read after a prose document, the balance sheet's title
-    ranked first brings up the "Total assets" row (the question's words) to just above it;
-    no line but a row moves, a row already above its title is not lowered, and a
-    sequence with no table comes back as it was."""
+    ranked first brings up the "Total assets" row (the first pass's best: here its BM25
+    rank) to just above it; no line but a row moves, a row already above its title is not
+    lowered, and a sequence with no table comes back as it was."""
     from longscan.tables import row_context
 
     path = data_dir / "loong" / "doc" / "financial" / "2024-AIM ImmunoTech Inc.-j.txt"
@@ -433,24 +433,29 @@ def test_a_tables_title_ranked_high_lifts_its_row_with_the_questions_words(data_
     report = Document("aim", path.read_text(encoding="utf-8"))
     documents = [prose, report]
     texts = [" ".join(t.split()) for d in documents for t in d.sentence_texts()]
-    index = SentenceIndex(documents)
     query = "What is the Total assets of AIM ImmunoTech Inc.?"
-    bm25 = index.lexical(query)
+
+    def first_stage(index: SentenceIndex) -> FirstStage:
+        bm25 = index.lexical(query)
+        no_dense = np.zeros(index.size, np.float32)
+        return FirstStage(query, index, bm25, rank_feature(bm25), no_dense)
+
+    first = first_stage(SentenceIndex(documents))
     title = texts.index("Condensed Consolidated Balance Sheets")
     row = next(i for i, t in enumerate(texts) if t.startswith("Total assets $ 16,189"))
-    scores = np.linspace(0.0, -1.0, index.size)
+    scores = np.linspace(0.0, -1.0, first.index.size)
     scores[title] = 5.0
-    lifted = rows_lifted(scores, documents, bm25)
+    lifted = first.rows_lifted(scores)
     order = np.argsort(-lifted, kind="stable")
     assert order[:2].tolist() == [row, title]
     # what moves is a row, to just above one of its context lines, and only up
-    first = len(prose.sentences)
-    context = {first + r: [first + c for c in cs] for r, cs in row_context(report).items()}
+    before = len(prose.sentences)
+    context = {before + r: [before + c for c in cs] for r, cs in row_context(report).items()}
     for moved in np.flatnonzero(lifted != scores).tolist():
         assert moved in context and lifted[moved] > scores[moved]
         assert lifted[moved] in np.nextafter(scores[context[moved]], np.inf)
     # the row's own place, when better than its title's, stands
     scores[row] = 9.0
-    assert rows_lifted(scores, documents, bm25)[row] == 9.0
+    assert first.rows_lifted(scores)[row] == 9.0
     plain = np.linspace(1.0, 0.0, len(prose.sentences))
-    assert rows_lifted(plain, [prose], index.lexical(query)[:2]) is plain
+    assert first_stage(SentenceIndex([prose])).rows_lifted(plain) is plain
