@@ -269,6 +269,23 @@ class Evidence:
         }
 
 
+def _spans(description: str, *texts: str) -> dict[str, Any]:
+    """The schema of a list of spans ``{"start", "end"}`` of the document's text, each with
+    the string fields ``texts`` too."""
+    offset = {"type": "integer", "minimum": 0}
+    properties = {"start": offset, "end": offset, **{name: {"type": "string"} for name in texts}}
+    return {
+        "type": "array",
+        "description": description,
+        "items": {
+            "type": "object",
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        },
+    }
+
+
 EVIDENCE_JSON_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "Evidence",
@@ -313,38 +330,17 @@ EVIDENCE_JSON_SCHEMA: dict[str, Any] = {
             "Markdown headings); empty when the text has none.",
         },
         "text": {"type": "string", "description": "The unit's text, exactly as in the document."},
-        "context": {
-            "type": "array",
-            "description": "For a table row: the lines that say what its figures are (the "
-            "table's title, column header and row group), in document order, each with its "
-            "own offsets, to be highlighted with the row. Empty for any other unit.",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "start": {"type": "integer", "minimum": 0},
-                    "end": {"type": "integer", "minimum": 0},
-                    "text": {"type": "string"},
-                },
-                "required": ["start", "end", "text"],
-                "additionalProperties": False,
-            },
-        },
-        "found": {
-            "type": "array",
-            "description": "For a span widened around the units the retriever ranked (their "
-            "paragraph, or their neighbours): those units' offsets, best first, each inside "
-            "[start, end), to be marked apart within the span. Empty when the span is the "
-            "unit itself.",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "start": {"type": "integer", "minimum": 0},
-                    "end": {"type": "integer", "minimum": 0},
-                },
-                "required": ["start", "end"],
-                "additionalProperties": False,
-            },
-        },
+        "context": _spans(
+            "For a table row: the lines that say what its figures are (the table's title, "
+            "column header and row group), in document order, each with its own offsets, to be "
+            "highlighted with the row. Empty for any other unit.",
+            "text",
+        ),
+        "found": _spans(
+            "For a span widened around the units the retriever ranked (their paragraph, or "
+            "their neighbours): those units' offsets, best first, each inside [start, end), to "
+            "be marked apart within the span. Empty when the span is the unit itself."
+        ),
     },
     "required": [
         "doc_id",
