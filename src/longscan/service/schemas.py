@@ -46,9 +46,7 @@ class SpanOut(BaseModel):
     end: int
 
 
-class ContextSpanOut(BaseModel):
-    start: int
-    end: int
+class ContextSpanOut(SpanOut):
     text: str
 
 
