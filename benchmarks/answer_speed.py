@@ -11,9 +11,10 @@ instruct model through each runtime named: ``gpt4all`` (the prebuilt llama.cpp t
 ``longscan[answerer]`` installs) and ``llama-cpp-python`` (llama.cpp compiled on this
 machine by ``pip``; only when installed), both greedy on the same ChatML prompt, so they
 also show whether the two builds give the same answers. The model answers as ``ask`` has it
-answer (``ChatAnswerer``: a reply of citations alone is asked again), so a time is what a
-user waits. Prints median and maximum seconds, prompt tokens and the share of answers equal
-to the first runtime's; ``--save`` writes them to ``benchmarks/results/NAME.json``.
+answer (``ChatAnswerer``, loaded as ``ask`` loads it: a reply of citations alone is asked
+again), so a time is what a user waits. Prints median and maximum seconds, prompt tokens,
+how many answers were asked twice and the share of answers equal to the first runtime's;
+``--save`` writes them to ``benchmarks/results/NAME.json``.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from collections.abc import Callable, Sequence
 
 import result_files
 
-from longscan.answering.answerers import ChatAnswerer, ExtractiveAnswerer
-from longscan.answering.inprocess import MAX_ANSWER_TOKENS, PROMPT_BATCH, InProcessChat, chatml
+from longscan.answering.answerers import ChatAnswerer, ExtractiveAnswerer, get_answerer
+from longscan.answering.inprocess import MAX_ANSWER_TOKENS, PROMPT_BATCH, chatml
 from longscan.answering.llm import Completion, Message
 from longscan.answering.local import QUESTION_WRITER
+from longscan.answering.pipelines import ChatModel
 from longscan.bench.catalogue import build_benchmark
 from longscan.pipeline import Found, Pipeline
 
@@ -69,6 +71,18 @@ class CompiledChat:
         )
 
 
+class Counted:
+    """A chat model that counts its requests."""
+
+    def __init__(self, chat: ChatModel) -> None:
+        self.chat_model = chat
+        self.requests = 0
+
+    def chat(self, messages: Sequence[Message], max_tokens: int | None = None) -> Completion:
+        self.requests += 1
+        return self.chat_model.chat(messages, max_tokens)
+
+
 def timed(answer: Callable[[], object]) -> tuple[float, object]:
     started = time.perf_counter()
     result = answer()
@@ -89,27 +103,33 @@ def main() -> None:
         pipeline = Pipeline("scanner", None, budget_words=budget, abstain=False)
         for item in items:
             found[(budget, item.id)] = pipeline.find(item.query, item.documents)
-    chats: dict[str, ChatAnswerer] = {}
+    counted: dict[str, Counted] = {}
     for runtime in args.runtimes.split(","):
         if runtime == "gpt4all":
-            chats[runtime] = ChatAnswerer(InProcessChat(), runtime)
+            local = get_answerer("local")  # loaded as ``ask`` loads it
+            assert isinstance(local, ChatAnswerer)
+            counted[runtime] = Counted(local.chat)
         elif importlib.util.find_spec("llama_cpp") is not None:
-            chats[runtime] = ChatAnswerer(CompiledChat(), runtime)
+            counted[runtime] = Counted(CompiledChat())
+    chats = {runtime: ChatAnswerer(chat, runtime) for runtime, chat in counted.items()}
     reader = ExtractiveAnswerer()
-    columns = ["answerer", "words", "n", "median s", "max s", "prompt tokens"]
+    columns = ["answerer", "words", "n", "median s", "max s", "prompt tokens", "asked twice"]
     columns.append("same answer as first")
     lines: list[list[object]] = []
     for budget in budgets:
         rows = {"extractive": [], **{name: [] for name in chats}}
+        twice = dict.fromkeys(chats, 0)
         for item in items:
             evidence = found[(budget, item.id)]
             rows["extractive"].append(
                 timed(lambda e=evidence: reader.answer(e.question, e.evidence, e.documents))
             )
             for name, chat in chats.items():
+                before = counted[name].requests
                 rows[name].append(
                     timed(lambda e=evidence, c=chat: c.answer(e.question, e.evidence, e.documents))
                 )
+                twice[name] += counted[name].requests - before > 1
         first = [answer.text for _, answer in rows[next(iter(chats))]] if chats else []
         for name, results in rows.items():
             seconds = [s for s, _ in results]
@@ -122,8 +142,10 @@ def main() -> None:
             lines.append(
                 [name, budget, len(results), round(statistics.median(seconds), 2)]
                 + [round(max(seconds), 2), round(statistics.mean(tokens))]
+                + [twice[name] if name in chats else None]
                 + [None if math.isnan(same) else round(same, 2)]
             )
+            print(name, budget, "seconds, each:", " ".join(f"{s:.2f}" for s in seconds))
     found = result_files.table("Time to an answer, question already scanned", columns, lines)
     print(result_files.markdown(found))
     if args.save:

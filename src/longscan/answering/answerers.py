@@ -23,6 +23,7 @@ from longscan.answering.pipelines import (
     in_document_order,
     words_outside_citations,
 )
+from longscan.answering.prompts import ANSWER_WITH_EVIDENCE
 from longscan.documents import Document, Evidence
 
 if TYPE_CHECKING:
@@ -144,6 +145,7 @@ def get_answerer(name: str = "auto", llm: LLMConfig | None = None) -> Answerer |
         from longscan.answering.inprocess import InProcessChat
 
         chat = InProcessChat()
+        chat.read_ahead(ANSWER_WITH_EVIDENCE.system)
         return ChatAnswerer(chat, chat.name)
     return ExtractiveAnswerer()
 
