@@ -512,6 +512,18 @@ def loong_answer_text(answer: Any) -> str:
     return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
 
 
+def loong_answer_parts(answer: Any) -> list[str]:
+    """What a structured Loong answer names, in order: the strings of a list or of a dict's
+    values (company names, paper titles without their Markdown heading marks); a string
+    answer is one part."""
+    if isinstance(answer, dict):
+        return [part for value in answer.values() for part in loong_answer_parts(value)]
+    if isinstance(answer, list):
+        return [part for value in answer for part in loong_answer_parts(value)]
+    text = str(answer).strip().lstrip("#").strip()
+    return [text] if text else []
+
+
 def read_loong(path: Path, doc_dir: Path) -> list[QAItem]:
     """Loong items, each over its own documents (ids are file names, texts carry headers).
 
@@ -528,6 +540,7 @@ def read_loong(path: Path, doc_dir: Path) -> list[QAItem]:
             "split": "dev",
             "total_words": sum(count_words(document.text) for document in documents),
             "answer": row["answer"],
+            "answer_parts": loong_answer_parts(row["answer"]),
             "doc": list(row["doc"]),
             "shuffle_doc": row.get("shuffle_doc", True),
             **{key: row[key] for key in ("level", "set", "type", "instruction", "prompt_template")},

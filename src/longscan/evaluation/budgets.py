@@ -16,6 +16,10 @@ With T the item's targets (its gold spans, or its gold documents when it has onl
 * ``ahit@B = [∃ budgeted unit u, answer a: normalised a occurs in u's kept text]``, for items
   with reference answers but no gold spans. Matching unit by unit (not across the
   concatenation of unrelated units) keeps an answer from being assembled out of two pieces.
+* ``aSR@B`` and ``aFR@B``: the same match for each part of an answer made of parts (a
+  Loong answer lists companies or paper titles: ``item.metadata["answer_parts"]``), as the
+  fraction of parts found and whether all are. An answer of one part (any of
+  ``item.answers``) gives ``aSR = aFR = ahit``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from longscan.evaluation.measures import Measure
 from longscan.items import QAItem
 
 DEFAULT_BUDGETS = (100, 300, 1000, 2000)
+ANSWER_FAMILIES = frozenset({"ahit", "aSR", "aFR"})
 
 _WORD = re.compile(r"\S+")
 
@@ -82,6 +87,15 @@ def answer_only(item: QAItem) -> bool:
     return not item.gold_spans and any(normalize_answer(answer) for answer in item.answers)
 
 
+def answer_parts(item: QAItem) -> list[list[str]]:
+    """The parts an answer must show, each as its accepted wordings: the item's listed
+    parts (none for an answer that lists nothing), else one part that any reference answer
+    fills."""
+    if "answer_parts" in item.metadata:
+        return [[part] for part in item.metadata["answer_parts"]]
+    return [list(item.answers)]
+
+
 def budget_scores(
     item: QAItem, evidence: Sequence[Evidence], measures: Sequence[Measure]
 ) -> dict[str, float]:
@@ -89,20 +103,26 @@ def budget_scores(
 
     Returns:
         Measure name -> value. ``hit``/``SR``/``FR`` appear when the item has targets,
-        ``ahit`` when it has answers but no gold spans.
+        ``ahit`` when it has answers but no gold spans, ``aSR``/``aFR`` when its answer
+        also has parts.
 
     Raises:
         ValueError: a measure is not budget-level.
     """
     if any(measure.level != "budget" for measure in measures):
-        raise ValueError("budget_scores takes budget-level measures (hit, SR, FR, ahit) only")
-    targets, answers = has_targets(item), answer_only(item)
-    wanted = [m for m in measures if (answers if m.family == "ahit" else targets)]
+        raise ValueError("budget_scores takes budget-level measures only (hit, SR, FR, ahit, ...)")
+    targets, answers, parts = has_targets(item), answer_only(item), answer_parts(item)
+    wanted = [
+        m
+        for m in measures
+        if (answers if m.family in ANSWER_FAMILIES else targets)
+        and (parts or m.family not in {"aSR", "aFR"})
+    ]
     values: dict[tuple[str, int], float] = {}
     for budget in dict.fromkeys(measure.cutoff for measure in wanted):
         units = budget_evidence(evidence, budget)
         families = {measure.family for measure in wanted if measure.cutoff == budget}
-        if families - {"ahit"}:
+        if families - ANSWER_FAMILIES:
             covered = _covered_targets(item, units)
             values[("hit", budget)] = float(covered.any())
             values[("SR", budget)] = float(covered.mean())
@@ -110,4 +130,8 @@ def budget_scores(
         if "ahit" in families:
             found = any(contains_answer(unit.text, item.answers) for unit in units)
             values[("ahit", budget)] = float(found)
+        if families & {"aSR", "aFR"}:
+            shown = np.array([any(contains_answer(u.text, part) for u in units) for part in parts])
+            values[("aSR", budget)] = float(shown.mean())
+            values[("aFR", budget)] = float(shown.all())
     return {measure.name: values[(measure.family, measure.cutoff)] for measure in wanted}

@@ -5,7 +5,7 @@ command lines all speak the same strings. The names say *what* is measured; the 
 below (and ``budgets``) say *how*. Three levels exist, and their families never share a name:
 
 * budget (cutoff in words, see ``longscan.evaluation.budgets``): ``hit@B``, ``SR@B``,
-  ``FR@B``, ``ahit@B``;
+  ``FR@B``, ``ahit@B``, ``aSR@B``, ``aFR@B``;
 * sentence (cutoff in ranked sentences, computed by ir-measures): ``R@k``, ``P@k``,
   ``nDCG@k``;
 * document (cutoff in ranked documents, EMB-S definitions): ``docSR@K``, ``docR@K``,
@@ -51,6 +51,8 @@ FAMILIES: dict[str, Family] = {
         Family("SR", "budget", "fraction of gold spans (or gold documents) overlapped in B words"),
         Family("FR", "budget", "1 if every gold span (or gold document) is overlapped in B words"),
         Family("ahit", "budget", "1 if a reference answer occurs in one unit of the B words"),
+        Family("aSR", "budget", "fraction of an answer's parts that occur in the B words"),
+        Family("aFR", "budget", "1 if every part of the answer occurs in the B words"),
         Family("R", "sentence", "fraction of gold sentences among the top k sentences"),
         Family("P", "sentence", "fraction of the top k sentences that are gold"),
         Family("nDCG", "sentence", "normalised discounted cumulative gain of the top k"),
@@ -114,7 +116,8 @@ def default_measures(
 ) -> list[Measure]:
     """Every family at its cutoffs: budget families at ``budgets`` words, sentence families at
     ``ks`` sentences, ``docSR``/``docFR``/``docNDCG`` at ``doc_ks`` documents, and ``docR@1``."""
-    names = [f"{family}@{b}" for family in ("hit", "SR", "FR", "ahit") for b in budgets]
+    budget_families = ("hit", "SR", "FR", "ahit", "aSR", "aFR")
+    names = [f"{family}@{b}" for family in budget_families for b in budgets]
     names += [f"{family}@{k}" for family in ("R", "P", "nDCG") for k in ks]
     names += [f"docSR@{k}" for k in doc_ks] + ["docR@1"] + [f"docFR@{k}" for k in doc_ks]
     names += [f"docNDCG@{k}" for k in doc_ks]

@@ -25,6 +25,7 @@ from longscan.bench.datasets import (
     read_musique,
     read_squad,
 )
+from longscan.evaluation.gold import contains_answer
 
 
 def _raw(path: Path) -> list[dict]:
@@ -267,6 +268,21 @@ def test_loong_documents_carry_loong_headers(data_dir: Path) -> None:
                 assert document.id == name
                 first = next(line for line in body.splitlines() if line.strip())
                 assert header == first.strip("# ") and header
+
+
+def test_a_structured_loong_answer_names_parts_that_its_documents_hold(data_dir: Path) -> None:
+    items = load_loong(data_dir)
+    structured = {i.id for i in items if not isinstance(i.metadata["answer"], str)}
+    assert {i.metadata["type"] for i in items if i.id in structured} == {"financial", "paper"}
+    for item in items:
+        parts = item.metadata["answer_parts"]
+        assert parts and all(part == part.strip("# ") for part in parts)
+        if item.id in structured:  # company names and paper titles, each in some document
+            assert len(parts) > 1
+            for part in parts:
+                assert any(contains_answer(d.text, [part]) for d in item.documents), part
+        else:
+            assert parts == [item.metadata["answer"]]
 
 
 def test_loong_prefers_one_report_when_a_name_is_ambiguous(data_dir: Path) -> None:

@@ -87,6 +87,29 @@ def test_answer_is_matched_within_one_unit_not_across_units():
     assert budget_scores(item, units, parse_measures(["ahit@100"])) == {"ahit@100": 0.0}
 
 
+def test_an_answer_of_parts_scores_the_parts_it_shows_each_in_one_unit(piece):
+    text = "Acme Corp filed late. Globex Inc. paid. Initech LLC grew."
+    document = Document("d", text)
+    parts = ["Acme Corp", "Globex Inc.", "Initech LLC"]
+    item = QAItem("q", "?", [document], answers=['["Acme Corp", "Globex Inc."]'])
+    item.metadata["answer_parts"] = parts
+    ranked = [piece(document, 22, 39), piece(document, 0, 21), piece(document, 40, 57)]
+    measures = parse_measures(["aSR@3", "aFR@3", "aSR@7", "aFR@7", "aSR@9", "aFR@9", "ahit@9"])
+    assert budget_scores(item, ranked, measures) == {
+        "aSR@3": 1 / 3,  # "Globex Inc. paid."
+        "aFR@3": 0.0,
+        "aSR@7": 2 / 3,
+        "aFR@7": 0.0,
+        "aSR@9": 1.0,
+        "aFR@9": 1.0,
+        "ahit@9": 0.0,  # the whole answer, as written, is in no unit
+    }
+    one_part = QAItem("r", "?", [document], answers=["Initech", "Globex"])  # alternatives
+    assert budget_scores(one_part, ranked[:1], measures[:2]) == {"aSR@3": 1.0, "aFR@3": 1.0}
+    item.metadata["answer_parts"] = []  # an answer that names nothing: no part to show
+    assert budget_scores(item, ranked, measures) == {"ahit@9": 0.0}
+
+
 def test_families_apply_only_where_they_make_sense(fox, piece):
     measures = parse_measures(["hit@5", "ahit@5"])
     with_gold = QAItem("a", "?", [fox], gold_spans=[GoldSpan("fox", 0, 3)], answers=["red"])

@@ -117,7 +117,7 @@ def test_per_item_scores_match_hand_computed_values(result):
         "P@1": 1.0,
         "nDCG@1": 1.0,
     }
-    assert not any(name.startswith(("doc", "ahit")) for name in one)  # one document, spans
+    assert not any(name.startswith(("doc", "a")) for name in one)  # one document, spans
 
     two = records["two"].scores
     # Ranked: whale s1 (7 words, gold), whale s2 (3), fox2 s0 (5, gold), ...
@@ -135,7 +135,12 @@ def test_per_item_scores_match_hand_computed_values(result):
     }
 
     # "Whales are large. The blue" is 5 words; the answer needs the 6th.
-    assert records["three"].scores == {"ahit@5": 0.0, "ahit@10": 1.0, "ahit@20": 1.0}
+    # An answer of one part: aSR and aFR are ahit.
+    assert records["three"].scores == {
+        f"{family}@{budget}": value
+        for family in ("ahit", "aSR", "aFR")
+        for budget, value in ((5, 0.0), (10, 1.0), (20, 1.0))
+    }
 
     four = records["four"].scores
     assert {k: v for k, v in four.items() if k.startswith("doc")} == {
