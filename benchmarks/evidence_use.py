@@ -12,10 +12,13 @@ with its paragraph, inside the same budget; ``oracle``
 hands it the gold sentences in the same budget (what the answerer can do with the right
 evidence), ``none`` asks it with no evidence (what it knows alone). Besides each generative
 answer, the extractive reader reads the same evidence, so its EM/F1 stand beside the
-model's SubEM/F1. Answers are kept in ``DIR/answers.jsonl``, keyed by set, item, row,
-budget, answerer and prompt version, so an interrupted run resumes and a rerun asks nothing
-again. Prints one table per set with SubEM, token F1, the reader's EM/F1, seconds and
-tokens per question.
+model's SubEM/F1. Loong's answers (lists and tables of companies or papers, which no
+substring match scores) are also scored by Loong's judge (1 to 100, asked of the server
+``--judge-llm`` names, else of the answering chat model; its verdict is kept with the
+answer), with the share of verdicts that parse.
+Answers are kept in ``DIR/answers.jsonl``, keyed by set, item, row, budget, answerer and
+prompt version, so an interrupted run resumes and a rerun asks nothing again. Prints one
+table per set with SubEM, token F1, the reader's EM/F1, seconds and tokens per question.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ from typing import Any
 import result_files
 
 from longscan.answering.answerers import Answerer, ExtractiveAnswerer, get_answerer
-from longscan.answering.llm import resolve_config
-from longscan.answering.pipelines import Answer
+from longscan.answering.llm import LLMClient, resolve_config
+from longscan.answering.pipelines import Answer, ChatModel
 from longscan.answering.prompts import (
     ANSWER_CLOSED_BOOK,
     ANSWER_FROM_CITED,
@@ -41,7 +44,7 @@ from longscan.answering.prompts import (
     versions,
 )
 from longscan.bench.catalogue import build_benchmark
-from longscan.evaluation.answers import exact_match, sub_em, token_f1
+from longscan.evaluation.answers import JUDGES, exact_match, sub_em, token_f1
 from longscan.items import QAItem
 from longscan.pipeline import Pipeline
 from longscan.progress import track
@@ -58,6 +61,7 @@ SETS = {  # development sets and their built length in words (L-Eval and Loong k
 _CITATION = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")
 _ROW = re.compile(r"[a-z0-9-]+(\+(\d+|p\d*))?")
 ROWS = ("scanner", "bm25-chunk", "dense-chunk", "hybrid-sentence", "rerank", "oracle", "none")
+JUDGED = {"loong": "loong"}  # set → the judge (``longscan.evaluation.answers.JUDGES``) it reads
 
 
 def answering_versions() -> dict[str, int]:
@@ -127,6 +131,21 @@ def closed_book(answerer: Answerer, item: QAItem) -> Answer:
     )
 
 
+def judged(record: dict[str, Any], item: QAItem, kind: str, chat: ChatModel) -> bool:
+    """Add the judge's verdict on ``record``'s answer unless it holds one from this judge
+    and prompt version; whether one was added."""
+    judge = JUDGES[kind]
+    model = chat.config.model if isinstance(chat, LLMClient) else getattr(chat, "name", "")
+    tag = f"{kind}@{judge.prompt.version}|{model}"
+    if record.get("judge", {}).get("tag") == tag:
+        return False
+    answer = record["text"] or "(no answer)"
+    messages = judge.prompt.messages(question=item.query, reference=item.answers[0], answer=answer)
+    completion = chat.chat(messages, max_tokens=judge.max_tokens)
+    record["judge"] = {"tag": tag, "score": judge.parse(completion.text), "raw": completion.text}
+    return True
+
+
 def run_set(
     name: str,
     rows: list[str],
@@ -136,6 +155,7 @@ def run_set(
     reader: ExtractiveAnswerer,
     store: Store,
     stored_only: bool = False,
+    judge_chat: ChatModel | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Every (row, budget, item) record of one set, asked when not stored yet (with
     ``stored_only``, only the stored ones: a report while another run is asking).
@@ -171,7 +191,15 @@ def run_set(
                     if stored_only:
                         continue
                     store.add(ask(key, name, row, budget, item, answerer, reader, pipelines))
-                yield store.records[key]
+                record = store.records[key]
+                if (
+                    name in JUDGED
+                    and judge_chat is not None
+                    and not stored_only
+                    and judged(record, item, JUDGED[name], judge_chat)
+                ):
+                    store.add(record)
+                yield record
 
 
 def ask(
@@ -226,6 +254,9 @@ def summarise(
     columns = ["row", "words", "n", "SubEM", "F1", "reader EM", "reader F1"]
     columns += ["only scanner right", "only row right", "p", "answer s/q", "retrieve s/q"]
     columns += ["prompt tok/q", "completion tok/q"]
+    judging = any("judge" in record for record in records)
+    if judging:
+        columns += ["judge", "judge parsed"]
     lines: list[list[Any]] = []
     for budget in budgets:
         scanner = groups.get(("scanner", budget), {})
@@ -268,8 +299,17 @@ def summarise(
                     round(tokens("prompt")),
                     round(tokens("completion")),
                 ]
+                + (verdicts(found) if judging else [])
             )
     return result_files.table(title, columns, lines)
+
+
+def verdicts(records: list[dict[str, Any]]) -> list[Any]:
+    """The judge's mean score over the verdicts that parse, and the share that parse
+    (a record not judged yet counts as unparsed)."""
+    scores = [r["judge"]["score"] for r in records if r.get("judge", {}).get("score") is not None]
+    mean = round(sum(scores) / len(scores), 1) if scores else None
+    return [mean, round(len(scores) / len(records), 2)]
 
 
 def overview(tables: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
@@ -306,6 +346,8 @@ def main() -> None:
     parser.add_argument("--answerer", default="local", choices=("local", "llm", "extractive"))
     parser.add_argument("--llm", default=None, help="An OpenAI-compatible server's URL.")
     parser.add_argument("--llm-model", default=None)
+    parser.add_argument("--judge-llm", default=None, help="The judge's server (else --llm's).")
+    parser.add_argument("--judge-llm-model", default=None)
     parser.add_argument("--out", type=Path, default=Path("runs/evidence-use"))
     parser.add_argument(
         "--stored-only", action="store_true", help="Report the stored answers; ask nothing."
@@ -326,12 +368,17 @@ def main() -> None:
     answerer = get_answerer(args.answerer, resolve_config(args.llm, args.llm_model))
     assert answerer is not None
     reader = ExtractiveAnswerer()
+    judge_chat = getattr(answerer, "chat", None)
+    if args.judge_llm:
+        judge_chat = LLMClient(resolve_config(args.judge_llm, args.judge_llm_model))
     tables = []
     for name in args.sets.split(","):
         words = SETS[name]
         items = build_benchmark(name, "dev", words or 20_000, max_items=args.items)
         records = list(
-            run_set(name, rows, budgets, items, answerer, reader, store, args.stored_only)
+            run_set(
+                name, rows, budgets, items, answerer, reader, store, args.stored_only, judge_chat
+            )
         )
         tables.append(summarise(f"{name} ({len(items)} items)", records, rows, budgets))
         print(result_files.markdown(tables[-1]), flush=True)
