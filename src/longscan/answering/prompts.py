@@ -147,6 +147,16 @@ SYNTH_TABLE = Prompt(
     "Lines:\n{chunk}\n\nJSON:",
 )
 
+REWORD_QUESTION = Prompt(
+    "reword-question",
+    1,
+    "You reword questions about documents the way a person asks who has not read them. Keep "
+    "what is asked: the same company or party, the same period (every year, quarter and "
+    "date) and the same figure or fact. Name the figure in everyday words, not in the words "
+    "of the document's lines shown. Reply with the reworded question alone.",
+    "Lines that answer it:\n{lines}\n\nQuestion: {question}\n\nReworded question:",
+)
+
 SYNTH_LINKS = Prompt(
     "synth-find-links",
     2,
@@ -183,6 +193,7 @@ ALL_PROMPTS = (
     SYNTH_TABLE,
     SYNTH_LINKS,
     SYNTH_TWO_CHUNKS,
+    REWORD_QUESTION,
 )
 
 

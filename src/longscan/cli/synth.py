@@ -1,6 +1,6 @@
 """The synthetic-data commands: ``synth`` writes labelled examples with an LLM,
 ``synth-pack`` packs them small enough to commit, ``synth-agree`` keeps those a reader
-agrees with."""
+agrees with, ``synth-reword`` asks their questions in other words."""
 
 from __future__ import annotations
 
@@ -23,6 +23,14 @@ from longscan.cli.common import (
     start_local_llm,
 )
 
+LocalWriter = Annotated[
+    bool,
+    typer.Option(
+        "--local",
+        help="Start the local question writer (Qwen2.5-Coder 1.5B, one thread; extra "
+        "\\[question-writer]) and use it.",
+    ),
+]
 SourcesFolder = Annotated[
     Path | None,
     typer.Option(help="Folder holding the examples' source files (default: train-docs/)."),
@@ -56,14 +64,7 @@ def synth(
     llm: LLMUrl = None,
     llm_model: LLMModel = None,
     llm_config: LLMConfigFile = None,
-    local: Annotated[
-        bool,
-        typer.Option(
-            "--local",
-            help="Start the local question writer (Qwen2.5-Coder 1.5B, one thread; extra "
-            "\\[question-writer]) and use it.",
-        ),
-    ] = False,
+    local: LocalWriter = False,
     verbose: Verbose = False,
 ) -> None:
     """Turn long documents into labelled training examples with an LLM (chunk-, pair- or
@@ -184,5 +185,62 @@ def synth_agree(
     write_kept(out, kept, report)
     console.print(
         f"kept {len(kept)} examples in {out}; dropped {report.dropped_count}: {report.dropped}",
+        highlight=False,
+    )
+
+
+def synth_reword(
+    examples: Annotated[
+        list[Path], typer.Argument(help="JSONL files written by `longscan synth-pack`.")
+    ],
+    out: Annotated[Path, typer.Option(help="JSONL to write: the examples reworded.")],
+    count: Annotated[int, typer.Option(min=1, help="Examples to reword, drawn with --seed.")] = 100,
+    strategy: Annotated[
+        str | None, typer.Option(help="Only the examples of this strategy (e.g. table).")
+    ] = None,
+    seed: Annotated[int, typer.Option()] = 0,
+    llm: LLMUrl = None,
+    llm_model: LLMModel = None,
+    llm_config: LLMConfigFile = None,
+    local: LocalWriter = False,
+    sources: SourcesFolder = None,
+    verbose: Verbose = False,
+) -> None:
+    """Ask written examples' questions in other words, as someone who has not read the
+    document asks them: an LLM rewords each question, shown its labelled lines, and a
+    rewording is kept when it keeps every number of the question and puts at least one word
+    it copied from those lines in other words. The labels stay; the kept lines go to OUT
+    (packed, for `longscan train --synthetic`), the questions before and after and the drops
+    to OUT.report.json. Calls are cached, so a rerun asks nothing again."""
+    setup_logging(verbose)
+    from longscan.answering.llm import HOW_TO_ADD_AN_LLM, LLMClient, LLMError
+    from longscan.training.reword import reword_examples, write_reworded
+    from longscan.training.synthetic_examples import train_docs
+
+    try:
+        texts = [path.read_text("utf-8") for path in examples]
+        lines = [json.loads(line) for text in texts for line in text.split("\n") if line.strip()]
+    except (OSError, json.JSONDecodeError) as error:
+        raise fail(f"cannot read the examples: {error}") from None
+    with ExitStack() as stack:
+        try:
+            if local:
+                llm, llm_model = start_local_llm(stack, writer=True)
+            writer = llm_settings(llm, llm_model, llm_config)
+        except (RuntimeError, ValueError) as error:
+            raise fail(str(error)) from None
+        if writer is None:
+            raise fail(f"synth-reword needs an LLM. {HOW_TO_ADD_AN_LLM}")
+        try:
+            kept, report = reword_examples(
+                lines, LLMClient(writer), sources or train_docs(), count, seed, strategy
+            )
+        except (FileNotFoundError, KeyError, ValueError) as error:
+            raise fail(f"not a packed example: {error}") from None
+        except LLMError as error:
+            raise fail(f"{error} (rerun to resume: finished calls are cached)") from None
+    write_reworded(out, kept, report)
+    console.print(
+        f"kept {len(kept)} of {report.attempts} reworded in {out}; dropped {dict(report.dropped)}",
         highlight=False,
     )
