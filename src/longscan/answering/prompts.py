@@ -150,11 +150,11 @@ SYNTH_TABLE = Prompt(
 REWORD_QUESTION = Prompt(
     "reword-question",
     1,
-    "You reword questions about documents the way a person asks who has not read them. Keep "
-    "what is asked: the same company or party, the same period (every year, quarter and "
-    "date) and the same figure or fact. Name the figure in everyday words, not in the words "
-    "of the document's lines shown. Reply with the reworded question alone.",
-    "Lines that answer it:\n{lines}\n\nQuestion: {question}\n\nReworded question:",
+    "You reword questions about documents the way a person asks who has not read them. "
+    "Rewrite the question without the words to replace: say what they mean in everyday "
+    "words or synonyms. Keep the company or party, every year, quarter, date and number, and "
+    "what is asked. Reply with the new question alone.",
+    "Question: {question}\nWords to replace: {words}\n\nThe question in other words:",
 )
 
 SYNTH_LINKS = Prompt(

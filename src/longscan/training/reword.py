@@ -3,8 +3,8 @@ who has not read the document, with the same labels.
 
 A question writer shown a table copies its rows' words ("What was the total net sales of
 ...?"), so a scanner trained on its questions learns to match words, while users ask "how
-much did the company sell?". Each example's question is reworded by an LLM that is shown the
-labelled lines, and kept only when the new question
+much did the company sell?". Each example's question is reworded by an LLM told which of its
+words come from the labelled lines, and kept only when the new question
 
 - ends with a question mark and is not much longer than the old one,
 - keeps every number of the old one (years, quarters, amounts), so it asks about the same
@@ -34,6 +34,7 @@ from longscan.training.synthetic_examples import SyntheticExample, unpack_line
 
 REWORD_TOKENS = 64  # a question, with room to spare
 _NUMBER = re.compile(r"\d(?:[\d,.]*\d)?")
+_EDGES = "?!.,;:\"'()"
 _LABEL = re.compile(r"^\s*(?:reworded question|question)\s*:\s*", re.IGNORECASE)
 
 
@@ -56,6 +57,14 @@ def copied_terms(question: str, lines: Sequence[str], names_of: str) -> set[str]
     names = " ".join(word for word in names_of.split()[1:] if word[:1].isupper())
     shared = (_terms(question) & _terms(" ".join(lines))) - _terms(names)
     return {term for term in shared if not any(c.isdigit() for c in term)}
+
+
+def copied_words(question: str, lines: Sequence[str]) -> list[str]:
+    """The words of ``question`` whose terms it copied from ``lines`` (``copied_terms``), as
+    the question writes them, in its order: what a rewording is asked to replace."""
+    copied = copied_terms(question, lines, question)
+    words = [word.strip(_EDGES) for word in question.split()]
+    return list(dict.fromkeys(w for w in words if w and _terms(w) & copied))
 
 
 def checked_rewording(original: str, reply: str, lines: Sequence[str]) -> str:
@@ -119,8 +128,12 @@ def reword_examples(
     for raw in track(chosen, "rewording questions"):
         example = SyntheticExample.from_dict(raw if "text" in raw else unpack_line(raw, sources))
         labelled = [example.text[start:end] for start, end in example.labels]
-        messages = REWORD_QUESTION.messages(lines="\n".join(labelled), question=example.question)
+        words = copied_words(example.question, labelled)
         report.attempts += 1
+        if not words:
+            report.dropped["the question shares no word with its lines"] += 1
+            continue
+        messages = REWORD_QUESTION.messages(question=example.question, words=", ".join(words))
         reply = chat.chat(messages, max_tokens=REWORD_TOKENS).text
         try:
             question = checked_rewording(example.question, reply, labelled)

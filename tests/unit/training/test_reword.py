@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from longscan.cli import app
-from longscan.training.reword import Dropped, checked_rewording, copied_terms
+from longscan.training.reword import Dropped, checked_rewording, copied_terms, copied_words
 from longscan.training.synthetic_examples import SyntheticExample, read_examples
 
 TABLES = Path(__file__).parents[3] / "training-data" / "synthetic-tables" / "examples.jsonl"
@@ -28,6 +28,7 @@ def test_the_words_a_question_copied_from_its_lines_are_found(funds) -> None:
     assert example.question == "What is the total amount of money market funds in September 2024?"
     assert lines[0].startswith("Money market funds")
     assert copied_terms(example.question, lines, example.question) == {"money", "market", "fund"}
+    assert copied_words(example.question, lines) == ["money", "market", "funds"]  # as written
 
 
 @pytest.mark.parametrize(
