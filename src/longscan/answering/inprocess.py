@@ -16,7 +16,6 @@ only what follows, and the answerer reads it when it loads.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import threading
 import time
@@ -68,13 +67,11 @@ class _Context:
     weights are memory-mapped, so a second context over the same file adds only its own
     cache (about 280 MB here)."""
 
-    def __init__(self, model_path: Path, context_tokens: int, threads: int) -> None:
-        from gpt4all._pyllmodel import LLModel
-
+    def __init__(self, runtime: Any, model_path: Path, context_tokens: int, threads: int) -> None:
         with _quiet_stderr():
             # On Linux the CPU build is the one named "kompute": it runs on the CPU unless
             # a GPU is initialised, which this never does.
-            self.model: Any = LLModel(str(model_path), context_tokens, 0, "kompute")
+            self.model: Any = runtime(str(model_path), context_tokens, 0, "kompute")
             if not self.model.load_model():
                 raise RuntimeError(f"the local answerer could not load {model_path}")
         self.model.set_thread_count(threads)
@@ -139,8 +136,10 @@ class InProcessChat:
     ) -> None:
         from longscan.answering.local import QUESTION_WRITER
 
-        if importlib.util.find_spec("gpt4all") is None:
-            raise RuntimeError(f"the local answerer is not installed: {INSTALL_HINT}")
+        try:
+            from gpt4all._pyllmodel import LLModel
+        except ImportError:
+            raise RuntimeError(f"the local answerer is not installed: {INSTALL_HINT}") from None
         from longscan.answering.gguf import PartError
 
         try:
@@ -150,12 +149,13 @@ class InProcessChat:
         self.name = QUESTION_WRITER.name
         self.context_tokens = context_tokens
         self.max_tokens = max_tokens
+        self._runtime = LLModel
         self._threads = threads or os.cpu_count() or 1
         self._lock = threading.Lock()
         self._contexts = [self._open()]  # least recently used first
 
     def _open(self) -> _Context:
-        return _Context(self._path, self.context_tokens, self._threads)
+        return _Context(self._runtime, self._path, self.context_tokens, self._threads)
 
     def read_ahead(self, system: str) -> None:
         """Read a system turn now, so that the first question asked with it does not wait
