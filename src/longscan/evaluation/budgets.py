@@ -36,7 +36,8 @@ from longscan.evaluation.measures import Measure
 from longscan.items import QAItem
 
 DEFAULT_BUDGETS = (100, 300, 1000, 2000)
-ANSWER_FAMILIES = frozenset({"ahit", "aSR", "aFR"})
+PART_FAMILIES = frozenset({"aSR", "aFR"})  # scored over an answer's parts
+ANSWER_FAMILIES = frozenset({"ahit"}) | PART_FAMILIES
 
 _WORD = re.compile(r"\S+")
 
@@ -116,7 +117,7 @@ def budget_scores(
         m
         for m in measures
         if (answers if m.family in ANSWER_FAMILIES else targets)
-        and (parts or m.family not in {"aSR", "aFR"})
+        and (parts or m.family not in PART_FAMILIES)
     ]
     values: dict[tuple[str, int], float] = {}
     for budget in dict.fromkeys(measure.cutoff for measure in wanted):
@@ -130,7 +131,7 @@ def budget_scores(
         if "ahit" in families:
             found = any(contains_answer(unit.text, item.answers) for unit in units)
             values[("ahit", budget)] = float(found)
-        if families & {"aSR", "aFR"}:
+        if families & PART_FAMILIES:
             shown = np.array([any(contains_answer(u.text, part) for u in units) for part in parts])
             values[("aSR", budget)] = float(shown.mean())
             values[("aFR", budget)] = float(shown.all())
