@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,9 @@ from longscan.cli.common import (
     start_local_llm,
 )
 
+if TYPE_CHECKING:
+    from longscan.answering.llm import LLMClient
+
 LocalWriter = Annotated[
     bool,
     typer.Option(
@@ -35,6 +38,37 @@ SourcesFolder = Annotated[
     Path | None,
     typer.Option(help="Folder holding the examples' source files (default: train-docs/)."),
 ]
+
+
+def _writer(
+    stack: ExitStack,
+    command: str,
+    llm: str | None,
+    llm_model: str | None,
+    llm_config: Path | None,
+    local: bool,
+    json_output: bool = False,
+) -> LLMClient:
+    """The client of the LLM that writes for ``command``: the local question writer, started
+    for the life of ``stack`` (with ``json_output``, a 16k window and JSON replies), or the
+    configured server.
+
+    Raises:
+        typer.Exit: the writer cannot start, or no LLM is configured (said on stderr).
+    """
+    from longscan.answering.llm import HOW_TO_ADD_AN_LLM, LLMClient
+
+    try:
+        if local:
+            window = 16_384 if json_output else None
+            llm, llm_model = start_local_llm(stack, context_tokens=window, writer=True)
+        overrides = {"json_mode": "json_object_schema"} if local and json_output else {}
+        writer = llm_settings(llm, llm_model, llm_config, **overrides)
+    except (RuntimeError, ValueError) as error:
+        raise fail(str(error)) from None
+    if writer is None:
+        raise fail(f"{command} needs an LLM. {HOW_TO_ADD_AN_LLM}")
+    return LLMClient(writer)
 
 
 def synth(
@@ -71,7 +105,7 @@ def synth(
     link-based, as in the SPScanner paper) for `longscan train --synthetic`. Every call is
     cached, so an interrupted run resumes without repeating calls."""
     setup_logging(verbose)
-    from longscan.answering.llm import HOW_TO_ADD_AN_LLM, LLMClient, LLMError
+    from longscan.answering.llm import LLMError
     from longscan.documents import DocumentError
     from longscan.training import synthetic as syn
 
@@ -97,16 +131,7 @@ def synth(
         except FileNotFoundError as error:
             raise fail(f"{error}; pass --no-decontaminate to skip the check") from None
     with ExitStack() as stack:
-        try:
-            if local:
-                llm, llm_model = start_local_llm(stack, context_tokens=16_384, writer=True)
-            overrides = {"json_mode": "json_object_schema"} if local else {}
-            writer = llm_settings(llm, llm_model, llm_config, **overrides)
-        except (RuntimeError, ValueError) as error:
-            raise fail(str(error)) from None
-        if writer is None:
-            raise fail(f"synth needs an LLM. {HOW_TO_ADD_AN_LLM}")
-        client = LLMClient(writer)
+        client = _writer(stack, "synth", llm, llm_model, llm_config, local, json_output=True)
         try:
             written, stats = syn.generate_into(out, client, requests, settings, fingerprints)
         except LLMError as error:
@@ -213,7 +238,7 @@ def synth_reword(
     (packed, for `longscan train --synthetic`), the questions before and after and the drops
     to OUT.report.json. Calls are cached, so a rerun asks nothing again."""
     setup_logging(verbose)
-    from longscan.answering.llm import HOW_TO_ADD_AN_LLM, LLMClient, LLMError
+    from longscan.answering.llm import LLMError
     from longscan.training.reword import reword_examples, write_reworded
     from longscan.training.synthetic_examples import train_docs
 
@@ -223,17 +248,10 @@ def synth_reword(
     except (OSError, json.JSONDecodeError) as error:
         raise fail(f"cannot read the examples: {error}") from None
     with ExitStack() as stack:
-        try:
-            if local:
-                llm, llm_model = start_local_llm(stack, writer=True)
-            writer = llm_settings(llm, llm_model, llm_config)
-        except (RuntimeError, ValueError) as error:
-            raise fail(str(error)) from None
-        if writer is None:
-            raise fail(f"synth-reword needs an LLM. {HOW_TO_ADD_AN_LLM}")
+        client = _writer(stack, "synth-reword", llm, llm_model, llm_config, local)
         try:
             kept, report = reword_examples(
-                lines, LLMClient(writer), sources or train_docs(), count, seed, strategy
+                lines, client, sources or train_docs(), count, seed, strategy
             )
         except (FileNotFoundError, KeyError, ValueError) as error:
             raise fail(f"not a packed example: {error}") from None
