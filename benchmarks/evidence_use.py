@@ -13,7 +13,8 @@ hands it the gold sentences in the same budget (what the answerer can do with th
 evidence), ``none`` asks it with no evidence (what it knows alone). Besides each generative
 answer, the extractive reader reads the same evidence, so its EM/F1 stand beside the
 model's SubEM/F1. Loong's answers (lists and tables of companies or papers, which no
-substring match scores) are also scored by Loong's judge (1 to 100, asked of the server
+substring match scores) are also scored part by part (the share of the reference's
+companies or titles an answer names, and whether it names all of them) and by Loong's judge (1 to 100, asked of the server
 ``--judge-llm`` names, else of the answering chat model; its verdict is kept with the
 answer), with the share of verdicts that parse.
 Answers are kept in ``DIR/answers.jsonl``, keyed by set, item, row, budget, answerer and
@@ -44,7 +45,8 @@ from longscan.answering.prompts import (
     versions,
 )
 from longscan.bench.catalogue import build_benchmark
-from longscan.evaluation.answers import JUDGES, exact_match, sub_em, token_f1
+from longscan.evaluation.answers import JUDGES, exact_match, part_recall, sub_em, token_f1
+from longscan.evaluation.budgets import answer_parts
 from longscan.items import QAItem
 from longscan.pipeline import Pipeline
 from longscan.progress import track
@@ -199,6 +201,8 @@ def run_set(
                     and judged(record, item, JUDGED[name], judge_chat)
                 ):
                     store.add(record)
+                if "answer_parts" in item.metadata and item.metadata["answer_parts"]:
+                    record = {**record, "parts": part_recall(record["text"], answer_parts(item))}
                 yield record
 
 
@@ -240,26 +244,35 @@ def ask(
 
 
 def summarise(
-    title: str, records: list[dict[str, Any]], rows: list[str], budgets: list[int]
+    title: str,
+    records: list[dict[str, Any]],
+    rows: list[str],
+    budgets: list[int],
+    against: str = "scanner",
 ) -> dict[str, Any]:
     """One set's table: per row and budget, the means over its items, and against the
-    scanner's row at the same budget the questions each answered right that the other did
+    row ``against`` at the same budget the questions each answered right that the other did
     not (paired, the same items), and the exact two-sided sign test of those counts
-    (McNemar's exact test: on 30 questions, 5 against 1 is p = 0.22)."""
+    (McNemar's exact test: on 30 questions, 5 against 1 is p = 0.22). Where answers have
+    parts (Loong's lists), the share of the reference's parts an answer names and whether
+    it names all of them."""
     from scipy.stats import binomtest
 
     groups: dict[tuple[str, int], dict[str, dict[str, Any]]] = defaultdict(dict)
     for record in records:
         groups[(record["row"], record["budget"])][record["item"]] = record
     columns = ["row", "words", "n", "SubEM", "F1", "reader EM", "reader F1"]
-    columns += ["only scanner right", "only row right", "p", "answer s/q", "retrieve s/q"]
+    columns += [f"only {against} right", "only row right", "p", "answer s/q", "retrieve s/q"]
     columns += ["prompt tok/q", "completion tok/q"]
+    parted = any("parts" in record for record in records)
+    if parted:
+        columns += ["parts", "all parts"]
     judging = any("judge" in record for record in records)
     if judging:
         columns += ["judge", "judge parsed"]
     lines: list[list[Any]] = []
     for budget in budgets:
-        scanner = groups.get(("scanner", budget), {})
+        reference = groups.get((against, budget), {})
         for row in rows:
             if row == "none" and budget != budgets[0]:
                 continue  # no evidence: the budget changes nothing
@@ -274,13 +287,15 @@ def summarise(
             def tokens(kind: str, found: list[dict[str, Any]] = found) -> float:
                 return sum(r["tokens"].get(kind, 0) for r in found) / len(found)
 
-            paired = [(scanner[i]["subem"], r["subem"]) for i, r in group.items() if i in scanner]
-            only_scanner = sum(a > b for a, b in paired) if row != "scanner" and paired else None
-            only_row = sum(b > a for a, b in paired) if row != "scanner" and paired else None
+            paired = [
+                (reference[i]["subem"], r["subem"]) for i, r in group.items() if i in reference
+            ]
+            only_reference = sum(a > b for a, b in paired) if row != against and paired else None
+            only_row = sum(b > a for a, b in paired) if row != against and paired else None
             p_value = None
-            if only_scanner is not None and only_row is not None:
-                split = only_scanner + only_row
-                p_value = round(binomtest(only_scanner, split).pvalue, 3) if split else 1.0
+            if only_reference is not None and only_row is not None:
+                split = only_reference + only_row
+                p_value = round(binomtest(only_reference, split).pvalue, 3) if split else 1.0
             evidence = row != "none"
             lines.append(
                 [
@@ -291,7 +306,7 @@ def summarise(
                     round(100 * mean("f1"), 1),
                     round(100 * mean("reader_em"), 1) if evidence else None,
                     round(100 * mean("reader_f1"), 1) if evidence else None,
-                    only_scanner,
+                    only_reference,
                     only_row,
                     p_value,
                     round(mean("seconds"), 2),
@@ -299,9 +314,20 @@ def summarise(
                     round(tokens("prompt")),
                     round(tokens("completion")),
                 ]
+                + (parts_named(found) if parted else [])
                 + (verdicts(found) if judging else [])
             )
     return result_files.table(title, columns, lines)
+
+
+def parts_named(records: list[dict[str, Any]]) -> list[Any]:
+    """The mean share of the reference's parts the answers name, and the share of answers
+    that name every part, over the records whose reference has parts."""
+    found = [record["parts"] for record in records if "parts" in record]
+    if not found:
+        return [None, None]
+    whole = sum(share == 1.0 for share in found)
+    return [round(100 * sum(found) / len(found), 1), round(100 * whole / len(found), 1)]
 
 
 def verdicts(records: list[dict[str, Any]]) -> list[Any]:
@@ -312,9 +338,9 @@ def verdicts(records: list[dict[str, Any]]) -> list[Any]:
     return [mean, round(len(scores) / len(records), 2)]
 
 
-def overview(tables: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+def overview(tables: list[dict[str, Any]], names: list[str], against: str) -> dict[str, Any]:
     """Every set's SubEM / F1 side by side, one line per row and budget, with the paired
-    counts against the scanner's row (scanner only / row only) and their p; a row not yet
+    counts against the row ``against`` (it only / the row only) and their p; a row not yet
     answered on every item of a set shows a dash there."""
     columns = ["row", "words"]
     cells: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
@@ -327,7 +353,7 @@ def overview(tables: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
             if line[at["n"]] < whole:
                 continue
             cells[(row, words)][name] = f"{line[at['SubEM']]} / {line[at['F1']]}"
-            paired = (line[at["only scanner right"]], line[at["only row right"]], line[at["p"]])
+            paired = (line[at[f"only {against} right"]], line[at["only row right"]], line[at["p"]])
             if paired[0] is not None:
                 cells[(row, words)][f"{name} p"] = f"{paired[0]}/{paired[1]} ({paired[2]})"
     rows = [
@@ -348,6 +374,11 @@ def main() -> None:
     parser.add_argument("--llm-model", default=None)
     parser.add_argument("--judge-llm", default=None, help="The judge's server (else --llm's).")
     parser.add_argument("--judge-llm-model", default=None)
+    parser.add_argument(
+        "--against",
+        default="scanner",
+        help="The row every other row is paired with (questions only one of them answered).",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/evidence-use"))
     parser.add_argument(
         "--stored-only", action="store_true", help="Report the stored answers; ask nothing."
@@ -380,11 +411,12 @@ def main() -> None:
                 name, rows, budgets, items, answerer, reader, store, args.stored_only, judge_chat
             )
         )
-        tables.append(summarise(f"{name} ({len(items)} items)", records, rows, budgets))
+        title = f"{name} ({len(items)} items)"
+        tables.append(summarise(title, records, rows, budgets, args.against))
         print(result_files.markdown(tables[-1]), flush=True)
         print(flush=True)
     if args.save:
-        tables.append(overview(tables, args.sets.split(",")))
+        tables.append(overview(tables, args.sets.split(","), args.against))
         settings = {**vars(args), "answerer": answerer.name, "prompts": versions()}
         print(f"saved {result_files.save(args.save, settings, tables)}")
 

@@ -60,6 +60,15 @@ def sub_em(prediction: str, answers: Sequence[str]) -> float:
     return float(any(g and g in predicted for g in map(normalize_for_scoring, answers)))
 
 
+def part_recall(prediction: str, parts: Sequence[Sequence[str]]) -> float:
+    """The share of a reference's parts (each given as its accepted wordings) that the
+    prediction names, each part matched as ``sub_em`` matches: a Loong answer lists
+    companies or papers, and one JSON string of them is never a substring of a reply."""
+    if not parts:
+        raise ValueError("a reference with no parts has no part recall")
+    return sum(sub_em(prediction, wordings) for wordings in parts) / len(parts)
+
+
 _CHOICE = re.compile(r"(?<![A-Za-z])([A-E])(?![A-Za-z])")
 _ANSWER_IS = re.compile(
     r"[Aa]nswer\s*(?:is|:)?\s*\(?([A-E](?:\s*(?:,|and|&)?\s*[A-E])*)\)?(?![A-Za-z])"

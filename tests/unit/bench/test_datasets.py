@@ -25,6 +25,8 @@ from longscan.bench.datasets import (
     read_musique,
     read_squad,
 )
+from longscan.evaluation.answers import part_recall, sub_em
+from longscan.evaluation.budgets import answer_parts
 from longscan.evaluation.gold import contains_answer
 
 
@@ -304,3 +306,15 @@ def test_hotpotqa_train_holds_the_extra_questions_and_none_of_dev(data_dir: Path
     dev_gold = {p.title for q in dev for p in q.paragraphs if p.support}
     extra = train[len(_raw(data_dir / HOTPOTQA_FILES["train"])) :]
     assert not {p.title for q in extra for p in q.paragraphs if p.support} & dev_gold
+
+
+def test_a_reply_naming_some_of_a_loong_answers_parts_recalls_that_share(data_dir: Path) -> None:
+    item = next(i for i in load_loong(data_dir) if len(i.metadata["answer_parts"]) > 2)
+    parts = answer_parts(item)
+    named = ", ".join(wordings[0] for wordings in parts[:2])
+    assert sub_em(named, item.answers) == 0.0  # the JSON reference is no substring of a reply
+    assert part_recall(named, parts) == pytest.approx(2 / len(parts))
+    assert part_recall("; ".join(w[0] for w in parts), parts) == 1.0
+    assert part_recall("I cannot tell from the evidence.", parts) == 0.0
+    with pytest.raises(ValueError, match="no parts"):
+        part_recall(named, [])
