@@ -14,9 +14,9 @@ evidence), ``none`` asks it with no evidence (what it knows alone). Besides each
 answer, the extractive reader reads the same evidence, so its EM/F1 stand beside the
 model's SubEM/F1. Loong's answers (lists and tables of companies or papers, which no
 substring match scores) are also scored part by part (the share of the reference's
-companies or titles an answer names, and whether it names all of them) and by Loong's judge (1 to 100, asked of the server
-``--judge-llm`` names, else of the answering chat model; its verdict is kept with the
-answer), with the share of verdicts that parse.
+companies or titles an answer names, and whether it names all of them) and by Loong's
+judge (1 to 100, asked of the server ``--judge-llm`` names, else of the answering chat
+model; its verdict is kept with the answer), with the share of verdicts that parse.
 Answers are kept in ``DIR/answers.jsonl``, keyed by set, item, row, budget, answerer and
 prompt version, so an interrupted run resumes and a rerun asks nothing again. Prints one
 table per set with SubEM, token F1, the reader's EM/F1, seconds and tokens per question.

@@ -10,7 +10,8 @@ Every set is one ``run_benchmark`` call, so every retriever reads the same items
 - filings: the filings development split (``longscan.bench.filings``: ``hit`` at 100 / 300 /
   1,000 / 2,000 words, the answer figure as gold, also per phrasing), Loong (20 items) with
   table context and plain, L-Eval ``financial_qa`` with table context (``ahit``, answers
-  only); the scanners (and ``-r`` retrievers) beside every baseline.
+  only), the contract development split (``longscan.bench.contracts``: ``hit``, the answer
+  as gold, also per phrasing); the scanners (and ``-r`` retrievers) beside every baseline.
 - prose: HotpotQA in 20k-word documents (100 items), MuSiQue in 20k (38), SQuAD in 50k (200),
   the scanners only (the baselines' rows are in BENCHMARKS.md).
 - instructed: the HotpotQA and MuSiQue rows asked plain and after ``HELD_OUT_INSTRUCTION``
@@ -38,7 +39,12 @@ from longscan.retrievers import BASELINES as REGISTERED_BASELINES
 
 BASELINES = tuple(name for name in REGISTERED_BASELINES if name != "random")  # chance aside
 BUDGETS = (100, 300, 1_000, 2_000)
-PHRASINGS = (None, "label", "concept", "paraphrase")  # None: every question
+# The ways each built split asks its questions (None: every question)
+PHRASINGS = {
+    "filings": (None, "label", "concept", "paraphrase"),
+    "filings-loong": (None, "label", "concept", "paraphrase"),
+    "contracts": (None, "written", "reworded"),
+}
 BAR_BUDGETS = (300, 1_000, 2_000)
 # (name, benchmark, table context, measure family): the filings development split and its
 # questions over Loong's sample reports (gold spans: hit), Loong read both ways and L-Eval
@@ -49,6 +55,7 @@ FILINGS = (
     ("loong-context", "loong", True, "ahit"),
     ("loong-plain", "loong", False, "ahit"),
     ("leval-financial-context", "leval-financial", True, "ahit"),
+    ("contracts-dev", "contracts", True, "hit"),
 )
 # (benchmark, words, max items, measures): the prose rows BENCHMARKS.md compares
 PROSE = (
@@ -92,7 +99,7 @@ def filings(scanners: list[str], out: Path) -> list[dict[str, Any]]:
         rows = {result.retriever: result.overall for result in run.results}
         print(f"\n{name}, {family}\n{markdown_table(run.results, measures)}")
         items = len(run.results[0].records)
-        phrasings = PHRASINGS if benchmark.startswith("filings") else (None,)
+        phrasings = PHRASINGS.get(benchmark, (None,))
         table_rows = [
             [result.retriever, phrasing or "all", *means]
             for result in run.results

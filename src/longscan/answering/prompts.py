@@ -157,6 +157,19 @@ REWORD_QUESTION = Prompt(
     "Question: {question}\nWords to replace: {words}\n\nThe question in other words:",
 )
 
+CONTRACT_QUESTION = Prompt(
+    "contract-question",
+    1,
+    "You write test questions about contracts, as a lawyer or a business reader reviewing "
+    "the contract asks them. Given numbered sentences of a contract, write one question "
+    "that one sentence answers with a short phrase: a date, a period, an amount, a "
+    "percentage, a number of days, a place, a governing law or a named standard. Not a "
+    "party's name: the contract names its parties everywhere. Reply in exactly three "
+    "lines:\nQuestion: the question, ending with a question mark\nAnswer: the short "
+    "phrase, copied exactly from the sentence\nSentence: the sentence's number",
+    "Contract: {title}\n\nSentences:\n{sentences}\n\nThe question, its answer and the sentence:",
+)
+
 SYNTH_LINKS = Prompt(
     "synth-find-links",
     2,
@@ -194,6 +207,7 @@ ALL_PROMPTS = (
     SYNTH_LINKS,
     SYNTH_TWO_CHUNKS,
     REWORD_QUESTION,
+    CONTRACT_QUESTION,
 )
 
 

@@ -20,6 +20,7 @@ from longscan.bench.builders import (
     build_squad_long,
     check_split,
 )
+from longscan.bench.contracts import build_contracts
 from longscan.bench.datasets import Split
 from longscan.bench.filings import build_filings
 from longscan.items import QAItem
@@ -95,6 +96,12 @@ _REGISTRY: dict[str, _Benchmark] = {
         "the filings questions over the reports of Loong's development sample, in Loong's "
         "text layout; gold = the answer figure",
         lambda r: build_filings(r.max_items, r.seed, r.data_dir, loong=True),
+        evaluation_only=True,
+    ),
+    "contracts": _Benchmark(
+        "questions about whole contracts kept out of training, as written and in other "
+        "words; gold = the answer's occurrences",
+        lambda r: build_contracts(r.max_items, r.seed, r.data_dir),
         evaluation_only=True,
     ),
     "loong-concat": _Benchmark(

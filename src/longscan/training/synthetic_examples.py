@@ -14,6 +14,7 @@ import numpy as np
 
 from longscan.answering.llm import Completion
 from longscan.bench.builders import split_of
+from longscan.bench.contracts import HELD_OUT_CONTRACTS
 from longscan.bench.filings import HELD_OUT_FILINGS
 from longscan.documents import Document
 from longscan.readers.files import read_file
@@ -200,9 +201,11 @@ def parse_examples(text: str, origin: str, sources: Path | None = None) -> list[
 
 
 def outside_held_out(examples: Sequence[SyntheticExample]) -> list[SyntheticExample]:
-    """The examples not drawn from a report of the filings development split: those reports
-    are held out whole, so no training run reads a line of them."""
-    return [e for e in examples if Path(e.source_id).name not in HELD_OUT_FILINGS]
+    """The examples not drawn from a report of the filings development split or a contract
+    of the contract split: those documents are held out whole, so no training run reads a
+    line of them."""
+    held_out = {*HELD_OUT_FILINGS, *HELD_OUT_CONTRACTS}
+    return [e for e in examples if Path(e.source_id).name not in held_out]
 
 
 def read_training_examples(path: Path) -> list[SyntheticExample]:
