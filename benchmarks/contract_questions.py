@@ -31,7 +31,6 @@ from longscan.bench.contracts import (
     answered_alike,
     checked_question,
     passages,
-    text_sha256,
     title_of,
 )
 from longscan.bench.datasets import data_path
@@ -56,10 +55,10 @@ def write(
     jobs = [(name, span) for name in HELD_OUT_CONTRACTS for span in range(count)]
     if reverse:
         jobs.reverse()
-    texts = {name: read_file(folder / name, doc_id=name).text for name in HELD_OUT_CONTRACTS}
-    chosen = {name: passages(text, count, seed) for name, text in texts.items()}
+    contracts = {name: read_file(folder / name, doc_id=name) for name in HELD_OUT_CONTRACTS}
+    chosen = {name: passages(c.text, count, seed) for name, c in contracts.items()}
     for name, index in track(jobs, "writing contract questions"):
-        text, spans = texts[name], chosen[name][index]
+        text, spans = contracts[name].text, chosen[name][index]
         sentences = [text[start:end] for start, end in spans]
         numbered = "\n".join(f"[{n}] {' '.join(s.split())}" for n, s in enumerate(sentences, 1))
         messages = CONTRACT_QUESTION.messages(title=title_of(name), sentences=numbered)
@@ -78,7 +77,7 @@ def write(
             dropped.append({"contract": name, "reply": reply, "reason": f"read: {answered}"})
             continue
         outcomes["kept"] += 1
-        record = {"contract": name, "sha256": text_sha256(text), "question": question}
+        record = {"contract": name, "sha256": contracts[name].content_hash, "question": question}
         record |= {"phrasing": "written", "answer": answer, "sentence": list(spans[at])}
         kept.append(record)
         words = copied_words(question, [sentences[at]])

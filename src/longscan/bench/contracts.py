@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 from longscan.bench.datasets import data_path
-from longscan.documents import Document
 from longscan.evaluation.answers import token_f1
 from longscan.items import GoldSpan, QAItem
 from longscan.readers.files import read_file
@@ -157,14 +156,15 @@ def checked_question(reply: str, sentences: list[str], contract: str) -> tuple[s
         raise Unchecked("no sentence of the passage named")
     if len(answer.split()) > MAX_ANSWER_WORDS:
         raise Unchecked("answer too long")
-    if _pattern(answer).search(question):
+    pattern = _pattern(answer)
+    if pattern.search(question):
         raise Unchecked("the question holds its answer")
     index = int(number.group(1) or number.group(2)) - 1
-    found = _pattern(answer).search(sentences[index])
+    found = pattern.search(sentences[index])
     if found is None:
         raise Unchecked("answer not in the sentence named")
     answer = " ".join(found.group().split())  # as the contract writes it
-    if len(answer_spans(contract, answer)) > MAX_OCCURRENCES:
+    if sum(1 for _ in pattern.finditer(contract)) > MAX_OCCURRENCES:
         raise Unchecked("answer not specific to one clause")
     return question, answer, index
 
@@ -199,10 +199,6 @@ class ContractQuestion:
         )  # fmt: skip
 
 
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def read_questions(path: Path = QUESTIONS_FILE) -> list[ContractQuestion]:
     """The stored questions, in order.
 
@@ -216,10 +212,6 @@ def read_questions(path: Path = QUESTIONS_FILE) -> list[ContractQuestion]:
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise ValueError(f"{path}:{number}: not a contract question ({error})") from None
     return questions
-
-
-def _contract(path: Path) -> Document:
-    return read_file(path, doc_id=path.name)
 
 
 def build_contracts(
@@ -236,14 +228,16 @@ def build_contracts(
             answer is no longer where the question says.
     """
     folder = data_path(CONTRACTS_DIR, data_dir)
-    contracts = {name: _contract((folder / name).resolve()) for name in HELD_OUT_CONTRACTS}
+    contracts = {
+        name: read_file((folder / name).resolve(), doc_id=name) for name in HELD_OUT_CONTRACTS
+    }
     rng = random.Random(seed)
     items: list[QAItem] = []
     for number, asked in enumerate(read_questions(questions_file)):
         if asked.contract not in contracts:
             raise ValueError(f"{asked.contract} is not a held-out contract")
         contract = contracts[asked.contract]
-        if text_sha256(contract.text) != asked.sha256:
+        if contract.content_hash != asked.sha256:
             raise ValueError(f"{asked.contract} differs from the text its questions were asked of")
         spans = answer_spans(contract.text, asked.answer)
         start, end = asked.sentence
