@@ -16,7 +16,8 @@ model's SubEM/F1. Loong's answers (lists and tables of companies or papers, whic
 substring match scores) are also scored part by part (the share of the reference's
 companies or titles an answer names, and whether it names all of them) and by Loong's
 judge (1 to 100, asked of the server ``--judge-llm`` names, else of the answering chat
-model; its verdict is kept with the answer), with the share of verdicts that parse.
+model, unless ``--no-judge``; its verdict is kept with the answer), with the share of
+verdicts that parse.
 Answers are kept in ``DIR/answers.jsonl``, keyed by set, item, row, budget, answerer and
 prompt version, so an interrupted run resumes and a rerun asks nothing again. Prints one
 table per set with SubEM, token F1, the reader's EM/F1, seconds and tokens per question.
@@ -375,6 +376,11 @@ def main() -> None:
     parser.add_argument("--judge-llm", default=None, help="The judge's server (else --llm's).")
     parser.add_argument("--judge-llm-model", default=None)
     parser.add_argument(
+        "--no-judge",
+        action="store_true",
+        help="Ask no judge (a small local model is none for Loong); parts still count.",
+    )
+    parser.add_argument(
         "--against",
         default="scanner",
         help="The row every other row is paired with (questions only one of them answered).",
@@ -399,8 +405,8 @@ def main() -> None:
     answerer = get_answerer(args.answerer, resolve_config(args.llm, args.llm_model))
     assert answerer is not None
     reader = ExtractiveAnswerer()
-    judge_chat = getattr(answerer, "chat", None)
-    if args.judge_llm:
+    judge_chat = None if args.no_judge else getattr(answerer, "chat", None)
+    if args.judge_llm and not args.no_judge:
         judge_chat = LLMClient(resolve_config(args.judge_llm, args.judge_llm_model))
     tables = []
     for name in args.sets.split(","):
