@@ -164,7 +164,7 @@ def checked_question(reply: str, sentences: list[str], contract: str) -> tuple[s
     if found is None:
         raise Unchecked("answer not in the sentence named")
     answer = " ".join(found.group().split())  # as the contract writes it
-    if sum(1 for _ in pattern.finditer(contract)) > MAX_OCCURRENCES:
+    if len(answer_spans(contract, answer)) > MAX_OCCURRENCES:
         raise Unchecked("answer not specific to one clause")
     return question, answer, index
 
